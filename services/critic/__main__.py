@@ -1,0 +1,4 @@
+from services.critic.service import setup
+from shared.service import serve
+
+serve("critic", setup)

@@ -1,0 +1,3 @@
+from services.kpilot.main import main
+
+main()

@@ -1,0 +1,4 @@
+from services.planner.service import setup
+from shared.service import serve
+
+serve("planner", setup)

@@ -1,0 +1,4 @@
+from services.telemetry.service import setup
+from shared.service import serve
+
+serve("telemetry", setup)

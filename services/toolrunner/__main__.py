@@ -1,0 +1,4 @@
+from services.toolrunner.service import setup
+from shared.service import serve
+
+serve("toolrunner", setup)

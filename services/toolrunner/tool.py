@@ -1,0 +1,44 @@
+"""What a tool is: a name, a version, typed input and output records, and the function that runs it.
+
+Each tool module defines `SPEC = ToolSpec(...)`; `services.toolrunner.catalog` lists them. The input and
+output JSON Schemas are generated from the record types, the request is validated against the input
+schema before anything runs and the output against the output schema before it is returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+
+class ToolFailure(Exception):
+    """A structured tool failure: becomes `ToolResult(ok=False, error=ToolError(code, message, ...))`.
+
+    `code` is one of the ToolError codes in shared.messages ("refused" for a semantic check that fails
+    before execution, "failed"/"timeout"/"crashed"/"out_of_memory" for sandbox outcomes,
+    "unavailable" for a GPU tool where no GPU is present).
+    """
+
+    def __init__(self, code: str, message: str, violations: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.violations = list(violations)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    version: str
+    description: str
+    input: type[msgspec.Struct]
+    output: type[msgspec.Struct]
+    run: Callable[[Any], msgspec.Struct]
+    needs_gpu: bool = False
+    # Semantic checks before execution (e.g. the kernel name exists in the binary); raise ToolFailure.
+    check: Callable[[Any], None] | None = None
+    # Deterministic tools (compile, ptxas_info, sass, launch_config) are cached by their input.
+    cacheable: bool = False

@@ -1,0 +1,23 @@
+"""The worker side of the sandbox protocol: read the request from stdin, write the result file."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+
+def read_request(type_: type[T]) -> T:
+    return msgspec.json.decode(sys.stdin.buffer.read(), type=type_)
+
+
+def write_result(result: object) -> None:
+    path = os.environ["KPILOT_RESULT"]
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(msgspec.json.encode(result))
+    os.replace(tmp, path)  # atomic: a worker killed mid-write leaves no half result

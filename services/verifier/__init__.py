@@ -1,0 +1,1 @@
+"""kernelpilot verifier service."""

@@ -1,0 +1,1 @@
+"""Contracts every kernelpilot service imports: messages, subjects, bus, config, logging."""

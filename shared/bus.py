@@ -1,0 +1,235 @@
+"""The bus: typed JetStream publish with de-duplication, durable pull consumers with explicit acks,
+bounded redelivery with back-off and dead letters, and request/reply with timeouts.
+
+Usage:
+    bus = await Bus.connect(url, service="planner")
+    await bus.publish(candidate_subject(k), candidate)           # Nats-Msg-Id = candidate.id
+    await bus.consume("verdicts.>", "planner-verdicts", on_verdict, Verdict)
+    reply = await bus.request(tool_subject("compile"), req, ToolResult, timeout=60)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import msgspec
+import nats
+import nats.errors
+import nats.js.errors
+import structlog
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
+
+from shared.messages import DeadLetter, Message, decode, encode
+from shared.subjects import dlq_subject, stream_for
+
+M = TypeVar("M", bound=Message)
+Handler = Callable[[M], Awaitable[None]]
+
+# Handler failures are retried after these delays (s), then dead-lettered: a transient fault (a tool
+# runner restarting) heals within ~30 s, a deterministic bug stops costing work after 5 tries.
+DEFAULT_BACKOFF: tuple[float, ...] = (0.5, 2.0, 5.0, 15.0)
+DEFAULT_MAX_DELIVER = 5
+# How many handled message ids a consumer remembers to drop redeliveries of work already done.
+_SEEN_IDS = 10_000
+
+
+class BusError(RuntimeError):
+    """The bus could not do what was asked; the message names the fix."""
+
+
+class ConsumerStats(msgspec.Struct):
+    received: int = 0
+    handled: int = 0
+    retried: int = 0
+    duplicates: int = 0
+    dead_lettered: int = 0
+
+
+async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: bool = True) -> Client:
+    """Connect with reconnect and back-off; turn the common failures into messages that say the fix."""
+    log = structlog.get_logger().bind(service=name)
+
+    async def _disconnected() -> None:
+        if not nc.is_closed and not nc.is_draining:
+            log.warning("nats disconnected", url=_redact(url))
+
+    async def _reconnected() -> None:
+        log.info("nats reconnected", url=_redact(url))
+
+    async def _error(e: Exception) -> None:
+        if nc.is_connected:  # connect failures are reported once, by the exception below
+            log.warning("nats error", error=str(e))
+
+    nc = Client()
+    try:
+        # Two tries for the first connection so a wrong URL fails fast; unlimited reconnects after that.
+        await nc.connect(
+            url, name=name, connect_timeout=timeout_s, allow_reconnect=reconnect, max_reconnect_attempts=2,
+            reconnect_time_wait=0.5, disconnected_cb=_disconnected, reconnected_cb=_reconnected,
+            error_cb=_error)
+        nc.options["max_reconnect_attempts"] = -1
+        return nc
+    except nats.errors.NoServersError as e:
+        raise BusError(f"cannot reach NATS at {_redact(url)}. Fix: start the stack with `kpilot up` "
+                       f"(or `make run`), or pass `--nats URL` / set KPILOT_NATS to a running server.") from e
+    except (nats.errors.Error, OSError) as e:
+        if "authorization" in str(e).lower():
+            raise BusError(f"NATS refused the credentials for {_redact(url)}. Fix: use the URL `kpilot up` "
+                           f"printed for this service, or connect without credentials as the operator.") from e
+        raise BusError(f"cannot connect to NATS at {_redact(url)}: {e}. Fix: check the URL and that "
+                       f"`kpilot status` answers.") from e
+
+
+def _redact(url: str) -> str:
+    if "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1) if "://" in url else ("nats", url)
+    creds, host = rest.rsplit("@", 1)
+    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+
+
+class Bus:
+    def __init__(self, nc: Client, service: str) -> None:
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream()
+        self.service = service
+        self.log = structlog.get_logger().bind(service=service)
+        self.consumers: dict[str, ConsumerStats] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
+
+    @classmethod
+    async def connect(cls, url: str, service: str, *, timeout_s: float = 3.0) -> Bus:
+        return cls(await connect(url, service, timeout_s=timeout_s), service)
+
+    # ------------------------------------------------------------ publish / request
+
+    async def publish(self, subject: str, msg: Message, *, timeout_s: float = 5.0) -> PubAck:
+        """Durable publish; the envelope id is the JetStream `Nats-Msg-Id`, so a retry is stored once."""
+        try:
+            return await self.js.publish(subject, encode(msg), timeout=timeout_s,
+                                         headers={"Nats-Msg-Id": msg.id})
+        except nats.errors.NoRespondersError as e:
+            raise BusError(f"no stream captures {subject!r}. Fix: provision the streams "
+                           f"(`kpilot up` does it) from shared/subjects.py.") from e
+        except nats.js.errors.APIError as e:
+            raise BusError(f"publish to {subject!r} refused: {e.description}") from e
+        except nats.errors.TimeoutError as e:
+            raise BusError(f"publish to {subject!r} not acknowledged within {timeout_s} s (is this "
+                           f"service allowed to publish there? see shared/subjects.py permissions)") from e
+
+    async def request(self, subject: str, msg: Message, reply_type: type[M], *, timeout_s: float = 10.0) -> M:
+        try:
+            reply = await self.nc.request(subject, encode(msg), timeout=timeout_s)
+        except nats.errors.NoRespondersError as e:
+            raise BusError(f"no service answers on {subject!r}. Fix: start it (`kpilot up`, or "
+                           f"`python -m services.<name> --nats URL`).") from e
+        except nats.errors.TimeoutError as e:
+            raise BusError(f"no reply on {subject!r} within {timeout_s} s") from e
+        return decode(reply.data, reply_type)  # type: ignore[return-value]
+
+    # ------------------------------------------------------------ consume
+
+    async def consume(self, subject: str, durable: str, handler: Handler[M], msg_type: type[M] | None = None,
+                      *, max_deliver: int = DEFAULT_MAX_DELIVER,
+                      backoff: tuple[float, ...] = DEFAULT_BACKOFF, ack_wait_s: float = 60.0,
+                      batch: int = 64, new_only: bool = False) -> ConsumerStats:
+        """Start a durable pull consumer on `subject`; `handler` gets each decoded message once.
+
+        Undecodable or invalid messages are dead-lettered on `dlq.<subject>` and terminated; a handler
+        exception is logged and the message redelivered after a back-off, dead-lettered after
+        `max_deliver` tries. A redelivery of a message already handled is acked and dropped.
+        """
+        stream = stream_for(subject.replace(">", "x").replace("*", "x")).name
+        config = ConsumerConfig(durable_name=durable, filter_subject=subject, ack_policy=AckPolicy.EXPLICIT,
+                                ack_wait=ack_wait_s, max_deliver=max_deliver + 1, max_ack_pending=1000,
+                                deliver_policy=DeliverPolicy.NEW if new_only else DeliverPolicy.ALL)
+        sub = await self.js.pull_subscribe(subject, durable=durable, stream=stream, config=config)
+        stats = self.consumers.setdefault(durable, ConsumerStats())
+        seen: OrderedDict[str, None] = OrderedDict()
+        log = self.log.bind(consumer=durable)
+
+        async def _one(raw: Msg) -> None:
+            stats.received += 1
+            deliveries = raw.metadata.num_delivered
+            try:
+                msg = decode(raw.data, msg_type)
+            except (msgspec.DecodeError, msgspec.ValidationError) as e:
+                await self.dead_letter(raw, f"invalid message: {e}", deliveries)
+                stats.dead_lettered += 1
+                await raw.term()
+                return
+            if msg.id in seen:
+                stats.duplicates += 1
+                await raw.ack()
+                return
+            mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
+            try:
+                await handler(msg)
+            except Exception as e:  # a handler bug must not crash the service: retry, then dead-letter
+                if deliveries >= max_deliver:
+                    mlog.exception("handler failed, dead-lettering", deliveries=deliveries)
+                    await self.dead_letter(raw, f"handler failed {deliveries} times: {e!r}", deliveries)
+                    stats.dead_lettered += 1
+                    await raw.term()
+                else:
+                    delay = backoff[min(deliveries - 1, len(backoff) - 1)]
+                    mlog.exception("handler failed, will retry", deliveries=deliveries, delay_s=delay)
+                    stats.retried += 1
+                    await raw.nak(delay=delay)
+                return
+            await raw.ack()
+            stats.handled += 1
+            seen[msg.id] = None
+            if len(seen) > _SEEN_IDS:
+                seen.popitem(last=False)
+
+        async def _loop() -> None:
+            while not self._stopping.is_set():
+                try:
+                    msgs = await sub.fetch(batch, timeout=1.0)
+                except nats.errors.TimeoutError:
+                    continue
+                except (nats.errors.ConnectionClosedError, asyncio.CancelledError):
+                    return
+                except Exception as e:  # reconnecting, server restarting: wait and fetch again
+                    log.warning("fetch failed, retrying", error=repr(e))
+                    await asyncio.sleep(0.5)
+                    continue
+                for raw in msgs:
+                    await _one(raw)
+
+        self._tasks.append(asyncio.create_task(_loop(), name=f"consume:{durable}"))
+        return stats
+
+    async def dead_letter(self, raw: Msg, reason: str, deliveries: int = 1) -> None:
+        meta = None
+        with contextlib.suppress(Exception):
+            meta = raw.metadata.sequence.stream
+        letter = DeadLetter(source=self.service, original_subject=raw.subject,
+                            payload=raw.data.decode("utf-8", errors="replace"), reason=reason,
+                            headers={k: str(v) for k, v in (raw.headers or {}).items()},
+                            deliveries=deliveries, stream_seq=meta)
+        self.log.warning("dead letter", subject=raw.subject, reason=reason)
+        await self.publish(dlq_subject(raw.subject), letter)
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def close(self) -> None:
+        self._stopping.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        if not self.nc.is_closed:
+            with contextlib.suppress(Exception):
+                await self.nc.drain()

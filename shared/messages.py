@@ -1,0 +1,323 @@
+"""Every message that crosses the bus, as msgspec Structs sharing one envelope.
+
+The wire format is JSON (any NATS client in any language can read it). Each message carries the
+envelope fields `id` (a ULID, also the JetStream `Nats-Msg-Id`), `ts`, `source`, `kind` (the tag that
+selects the type), `schema_version`, `job_id` and `causation_id`, so a verified patch can be walked back
+to the telemetry sample that started it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from shared.ids import new_id, now
+
+SCHEMA_VERSION = 1
+
+Scalar = int | float | str | bool
+"""A kernel configuration value: constexpr, num_warps, num_stages, maxnreg, ..."""
+
+
+class Message(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, tag_field="kind"):
+    """The envelope. Subclasses add the payload; `kind` is filled in from the subclass tag."""
+
+    source: str
+    id: str = msgspec.field(default_factory=new_id)
+    ts: float = msgspec.field(default_factory=now)
+    schema_version: int = SCHEMA_VERSION
+    job_id: str | None = None
+    causation_id: str | None = None
+
+    def caused(self, **fields: Any) -> dict[str, Any]:
+        """Envelope fields for a message caused by this one: same job, causation = this id."""
+        return {"job_id": self.job_id, "causation_id": self.id, **fields}
+
+
+# ---------------------------------------------------------------- operations
+
+
+class Heartbeat(Message, tag="heartbeat"):
+    """Published on `ops.heartbeat.ping`; every service answers with a HeartbeatAck."""
+
+    seq: int = 0
+
+
+class HeartbeatAck(Message, tag="heartbeat_ack"):
+    """One service's answer to a Heartbeat (`causation_id` = the ping's id)."""
+
+    service: str
+    instance: str
+    version: str
+
+
+# ---------------------------------------------------------------- telemetry
+
+Resource = Literal[
+    "sm_active", "l2_bandwidth", "tc_occupancy", "gmem_coalescing", "warp_divergence", "reg_pressure",
+    "shared_mem_util", "tensor_core_util", "pcie_bw", "nvlink_bw", "l1_cache_hit", "inst_issue_stall",
+    "dram_bandwidth", "sm_clock", "power", "memory_used", "occupancy", "gpu_util", "l2_hit_rate",
+]
+TimeAxis = Literal["current", "delta_15s", "delta_1m", "trend_5m", "anomaly_score"]
+
+
+class StateTriple(msgspec.Struct, forbid_unknown_fields=True):
+    """One coordinate of GPU state: (resource, time, space) with its value, unit and source."""
+
+    resource: Resource
+    time: TimeAxis
+    space: str  # "global_avg", "sm_group:0-15", "warp_group:3", ...
+    value: float
+    unit: str
+    source: str  # "nvml", "nvml_gpm:5", "dcgm:1004", "ncu:<metric>", "static:ptxas"
+
+
+class AbsentDimension(msgspec.Struct, forbid_unknown_fields=True):
+    """A dimension no source provides: absent with the reason, never zero."""
+
+    resource: Resource
+    reason: str
+
+
+class KernelShare(msgspec.Struct, forbid_unknown_fields=True):
+    """A kernel's share of GPU time over a window, from launch telemetry."""
+
+    kernel: str
+    share: float
+    launches: int
+    mean_us: float | None = None
+
+
+class StateVector(Message, tag="state_vector"):
+    node: str
+    gpu: str
+    period_s: float
+    triples: list[StateTriple] = []
+    absent: list[AbsentDimension] = []
+    kernels: list[KernelShare] = []
+    gpu_name: str = ""
+
+
+StateEventKind = Literal[
+    "tc_underutilization", "bandwidth_low", "l2_miss_spike", "occupancy_drop", "throttling", "anomaly",
+    "regression",
+]
+
+
+class StateChangeEvent(Message, tag="state_change"):
+    """Edge-triggered: one `start` when a detector's condition begins, one `clear` when it ends."""
+
+    event: StateEventKind
+    edge: Literal["start", "clear"]
+    node: str
+    gpu: str
+    detector: str
+    triples: list[StateTriple] = []
+    hot_kernels: list[KernelShare] = []
+    detail: str = ""  # one line: value, threshold and how long it held ("... start: value 12 < 30 for 30s")
+
+
+# ---------------------------------------------------------------- jobs and candidates
+
+Policy = Literal["rules", "llm"]
+
+
+class OptimizeRequest(Message, tag="optimize_request"):
+    task_path: str
+    kernel: str = ""
+    budget_s: float = 300.0
+    policy: Policy = "rules"
+
+
+JobStatus = Literal["open", "planning", "verifying", "converged", "budget_exhausted", "roofline", "failed",
+                    "done"]
+
+
+class JobUpdate(Message, tag="job_update"):
+    kernel: str
+    status: JobStatus
+    iteration: int = 0
+    best_candidate_id: str | None = None
+    note: str = ""
+
+
+ChangeKind = Literal["set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg", "set_grid",
+                     "add_hint", "source_edit"]
+
+
+class ChangeDescription(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """What to change, never code: the patcher applies it deterministically."""
+
+    change: ChangeKind
+    target: str = ""  # constexpr or kernel name, or the anchor line reference of a source edit
+    value: Scalar | None = None
+    search: str = ""
+    replace: str = ""
+    rationale: str = ""
+
+
+class Candidate(Message, tag="candidate"):
+    kernel: str
+    task_path: str
+    version: int
+    parent_id: str | None = None
+    config: dict[str, Scalar] = {}
+    changes: list[ChangeDescription] = []
+    diff: str = ""
+    source_sha256: str = ""
+
+
+# ---------------------------------------------------------------- verification
+
+Layer = Literal["static", "micro", "full"]
+VerdictStatus = Literal["pass", "fail", "skipped"]
+
+
+class Provenance(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Where a figure came from (GPU.md, "Timing method")."""
+
+    device: str = "none"
+    driver: str = ""
+    cuda: str = ""
+    triton: str = ""
+    torch: str = ""
+    method: str = ""
+
+
+class Measurement(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A measured value, or `value=None` with `not_measured` saying why (e.g. "no GPU")."""
+
+    name: str
+    value: float | None = None
+    unit: str = ""
+    not_measured: str | None = None
+    low: float | None = None  # interval or p20
+    high: float | None = None  # interval or p80
+
+
+class Verdict(Message, tag="verdict"):
+    candidate_id: str
+    kernel: str
+    layer: Layer
+    status: VerdictStatus
+    reasons: list[str] = []
+    measurements: list[Measurement] = []
+    provenance: Provenance = msgspec.field(default_factory=Provenance)
+    gpu_seconds: float = 0.0
+
+
+class EvidenceLink(msgspec.Struct, forbid_unknown_fields=True):
+    """One step of the chain: trigger -> state -> diagnosis -> change -> verdicts."""
+
+    step: str
+    message_id: str
+    summary: str
+
+
+class VerifiedPatch(Message, tag="verified_patch"):
+    kernel: str
+    candidate_id: str
+    diff: str
+    config: dict[str, Scalar] = {}
+    speedup: Measurement | None = None
+    evidence_chain: list[EvidenceLink] = []
+    report_md: str = ""
+
+
+class RejectedPatch(Message, tag="rejected_patch"):
+    kernel: str
+    candidate_id: str
+    reasons: list[str]
+
+
+class Rollback(Message, tag="rollback"):
+    kernel: str
+    from_candidate_id: str
+    to_candidate_id: str | None
+    reason: str
+
+
+class FailureRecord(Message, tag="failure_record"):
+    candidate_id: str
+    kernel: str
+    layer: Layer
+    reason: str
+    pattern_ids: list[str] = []
+    edit_kinds: list[str] = []
+    features: dict[str, float] = {}
+
+
+# ---------------------------------------------------------------- tools, audit, dead letters
+
+
+class ToolRequest(Message, tag="tool_request"):
+    """`args` is a JSON object checked against the tool's input JSON Schema before anything runs."""
+
+    tool: str
+    args: dict[str, Any] = {}
+
+
+class ToolError(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    code: Literal["invalid_request", "unknown_tool", "unavailable", "refused", "failed", "timeout",
+                  "crashed", "out_of_memory", "internal"]
+    message: str
+    violations: list[str] = []
+
+
+class ToolResult(Message, tag="tool_result"):
+    tool: str
+    tool_version: str
+    ok: bool
+    result: dict[str, Any] | None = None
+    error: ToolError | None = None
+    duration_s: float = 0.0
+    cached: bool = False
+    runner: str = ""
+
+
+class AuditRecord(Message, tag="audit"):
+    actor: str
+    action: str
+    args_sha256: str
+    duration_s: float
+    outcome: str
+
+
+class DeadLetter(Message, tag="dead_letter"):
+    """A message that could not be decoded, validated or handled: kept with the reason."""
+
+    original_subject: str
+    payload: str  # the original bytes, decoded as UTF-8 with replacement
+    reason: str
+    headers: dict[str, str] = {}
+    deliveries: int = 1
+    stream_seq: int | None = None
+
+
+ANY_MESSAGE = (
+    Heartbeat | HeartbeatAck | StateVector | StateChangeEvent | OptimizeRequest | JobUpdate | Candidate
+    | Verdict | VerifiedPatch | RejectedPatch | Rollback | FailureRecord | ToolRequest | ToolResult
+    | AuditRecord | DeadLetter
+)
+"""Union of every message type: decode with `decode(data)` when the kind is not known in advance."""
+
+MESSAGE_TYPES: tuple[type[Message], ...] = ANY_MESSAGE.__args__  # type: ignore[attr-defined]
+
+_encoder = msgspec.json.Encoder()
+_any_decoder = msgspec.json.Decoder(ANY_MESSAGE)
+
+
+def encode(msg: Message) -> bytes:
+    return _encoder.encode(msg)
+
+
+def decode(data: bytes, type_: type[Message] | None = None) -> Message:
+    """Decode JSON bytes into the given message type, or into whichever type its `kind` names.
+
+    Raises msgspec.DecodeError / msgspec.ValidationError on malformed input; consumers turn those into
+    dead letters.
+    """
+    if type_ is None:
+        return _any_decoder.decode(data)
+    return msgspec.json.decode(data, type=type_)

