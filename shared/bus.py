@@ -44,6 +44,14 @@ class BusError(RuntimeError):
     """The bus could not do what was asked; the message names the fix."""
 
 
+class NoResponders(BusError):
+    """Nobody serves the subject of a request."""
+
+
+class RequestTimeout(BusError):
+    """A request got no reply in time."""
+
+
 class ConsumerStats(msgspec.Struct):
     received: int = 0
     handled: int = 0
@@ -63,7 +71,10 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
     async def _reconnected() -> None:
         log.info("nats reconnected", url=_redact(url))
 
+    seen: list[str] = []
+
     async def _error(e: Exception) -> None:
+        seen.append(str(e))
         if nc.is_connected:  # connect failures are reported once, by the exception below
             log.warning("nats error", error=str(e))
 
@@ -77,6 +88,10 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
         nc.options["max_reconnect_attempts"] = -1
         return nc
     except nats.errors.NoServersError as e:
+        if any("authorization" in s.lower() for s in seen):
+            raise BusError(f"NATS refused the credentials for {_redact(url)}. Fix: use the URL `kpilot up` "
+                           f"wrote for this service (state dir users.json), or connect without credentials "
+                           f"as the operator.") from e
         raise BusError(f"cannot reach NATS at {_redact(url)}. Fix: start the stack with `kpilot up` "
                        f"(or `make run`), or pass `--nats URL` / set KPILOT_NATS to a running server.") from e
     except (nats.errors.Error, OSError) as e:
@@ -125,14 +140,25 @@ class Bus:
             raise BusError(f"publish to {subject!r} not acknowledged within {timeout_s} s (is this "
                            f"service allowed to publish there? see shared/subjects.py permissions)") from e
 
+    async def publish_pipelined(self, subject: str, msg: Message) -> asyncio.Future[PubAck]:
+        """Durable publish without waiting for the stream's ack: for high-rate publishers (telemetry).
+
+        Await the returned future (or `flush_pipelined`) before counting the message as stored.
+        """
+        return await self.js.publish_async(subject, encode(msg), headers={"Nats-Msg-Id": msg.id})
+
+    async def flush_pipelined(self) -> None:
+        if self.js.publish_async_pending():
+            await self.js.publish_async_completed()
+
     async def request(self, subject: str, msg: Message, reply_type: type[M], *, timeout_s: float = 10.0) -> M:
         try:
             reply = await self.nc.request(subject, encode(msg), timeout=timeout_s)
         except nats.errors.NoRespondersError as e:
-            raise BusError(f"no service answers on {subject!r}. Fix: start it (`kpilot up`, or "
+            raise NoResponders(f"no service answers on {subject!r}. Fix: start it (`kpilot up`, or "
                            f"`python -m services.<name> --nats URL`).") from e
         except nats.errors.TimeoutError as e:
-            raise BusError(f"no reply on {subject!r} within {timeout_s} s") from e
+            raise RequestTimeout(f"no reply on {subject!r} within {timeout_s} s") from e
         return decode(reply.data, reply_type)  # type: ignore[return-value]
 
     # ------------------------------------------------------------ consume

@@ -118,6 +118,54 @@ class StateChangeEvent(Message, tag="state_change"):
     detail: str = ""  # one line: value, threshold and how long it held ("... start: value 12 < 30 for 30s")
 
 
+class SampleMetric(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One device reading in a unit normalised by the sampler (pct, pct_of_peak, GB/s, MHz, W, MiB)."""
+
+    resource: Resource
+    value: float
+    unit: str
+    source: str  # "nvml_gpm:5", "dcgm:1004", ...
+    space: str = "global_avg"
+
+
+class DeviceSample(Message, tag="device_sample"):
+    """Raw readings of one GPU at one instant, on `telemetry.samples.<node>.<gpu>`: from the telemetry
+    service's own sampler or from `kpilot replay`. The telemetry service turns them into StateVectors."""
+
+    node: str
+    gpu: str
+    sampled_at: float  # when the readings were taken (envelope `ts` is when the message was made)
+    gpu_name: str = ""
+    window_s: float = 0.0  # the span the counters average over
+    period_s: float = 0.0  # the producer's sampling period; 0 = unknown (the service uses its own)
+    metrics: list[SampleMetric] = []
+    clock_event_reasons: list[str] | None = None  # None: the sampler could not read them
+    absent: list[AbsentDimension] = []
+    origin: str = ""  # "nvml", "dcgm:<url>", "replay:<trace file>"
+
+
+class LaunchStat(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Launches of one kernel with one grid and config between two drains of the launch SDK."""
+
+    kernel: str
+    launches: int
+    t_first: float
+    t_last: float
+    gpu: str = ""  # the GPU's UUID when the workload knows it; "" = every GPU of the node
+    grid: list[int] = []
+    config: dict[str, Scalar] = {}
+    durations_us: list[float] = []  # sampled launches only (CUDA events), never estimated
+
+
+class LaunchBatch(Message, tag="launch_batch"):
+    """What one workload process launched since its last batch, on `telemetry.launches.<node>`."""
+
+    node: str
+    pid: int = 0
+    records: list[LaunchStat] = []
+    dropped: int = 0  # timed launches the SDK gave up on since the last batch
+
+
 # ---------------------------------------------------------------- jobs and candidates
 
 Policy = Literal["rules", "llm"]
@@ -126,8 +174,10 @@ Policy = Literal["rules", "llm"]
 class OptimizeRequest(Message, tag="optimize_request"):
     task_path: str
     kernel: str = ""
-    budget_s: float = 300.0
+    budget_s: float = 300.0  # wall-clock budget of the job
     policy: Policy = "rules"
+    gpu_budget_s: float = 600.0  # GPU seconds the verifier may spend (sum of Verdict.gpu_seconds)
+    max_candidates: int = 48  # the replayed H200 search reaches 650+ TFLOP/s within ~20 candidates
 
 
 JobStatus = Literal["open", "planning", "verifying", "converged", "budget_exhausted", "roofline", "failed",
@@ -140,6 +190,11 @@ class JobUpdate(Message, tag="job_update"):
     iteration: int = 0
     best_candidate_id: str | None = None
     note: str = ""
+    task_path: str = ""
+    best_score: float | None = None  # the objective of the best candidate (see `score_name`)
+    score_name: str = ""  # e.g. "tflops" or "speedup"; empty while nothing was measured
+    candidates: int = 0  # candidates published so far
+    reasons: list[str] = []  # why the job stopped, or what failed
 
 
 ChangeKind = Literal["set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg", "set_grid",
@@ -155,6 +210,9 @@ class ChangeDescription(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
     search: str = ""
     replace: str = ""
     rationale: str = ""
+    # add_hint only: "multiple_of" / "max_contiguous" (search = the variable, value = the argument) or
+    # "eviction_policy" (value = "evict_first" | "evict_last" | "evict_normal"), at the `target` line.
+    hint: Literal["", "multiple_of", "max_contiguous", "eviction_policy"] = ""
 
 
 class Candidate(Message, tag="candidate"):
@@ -205,6 +263,12 @@ class Verdict(Message, tag="verdict"):
     measurements: list[Measurement] = []
     provenance: Provenance = msgspec.field(default_factory=Provenance)
     gpu_seconds: float = 0.0
+    # A hazard the static layer could not prove safe: rejected, and `annotations` holds the SASS lines.
+    needs_review: bool = False
+    annotations: list[str] = []
+    wall_s: float = 0.0  # wall time of this layer, all tool calls included
+    candidate_path: str = ""  # the file verified ("" = the task itself under `config`)
+    config: dict[str, Scalar] = {}
 
 
 class EvidenceLink(msgspec.Struct, forbid_unknown_fields=True):
@@ -223,6 +287,9 @@ class VerifiedPatch(Message, tag="verified_patch"):
     speedup: Measurement | None = None
     evidence_chain: list[EvidenceLink] = []
     report_md: str = ""
+    # A self-contained page (inline SVG plots, no external assets) of the same report.
+    report_html: str = ""
+    version: int = 0  # the candidate's version number
 
 
 class RejectedPatch(Message, tag="rejected_patch"):
@@ -298,7 +365,7 @@ class DeadLetter(Message, tag="dead_letter"):
 ANY_MESSAGE = (
     Heartbeat | HeartbeatAck | StateVector | StateChangeEvent | OptimizeRequest | JobUpdate | Candidate
     | Verdict | VerifiedPatch | RejectedPatch | Rollback | FailureRecord | ToolRequest | ToolResult
-    | AuditRecord | DeadLetter
+    | AuditRecord | DeadLetter | DeviceSample | LaunchBatch
 )
 """Union of every message type: decode with `decode(data)` when the kind is not known in advance."""
 

@@ -14,7 +14,8 @@ import asyncio
 import os
 import signal
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import msgspec
 import structlog
@@ -56,6 +57,7 @@ class ServiceRuntime:
         self.log = structlog.get_logger().bind(service=name, instance=self.instance)
         self._stop = asyncio.Event()
         self.ready = False  # set once the service's own setup has finished
+        self.args = argparse.Namespace()  # the parsed CLI, including a service's own `add_args` options
 
     def health(self) -> Health:
         return Health(service=self.name, instance=self.instance, version=VERSION,
@@ -85,6 +87,12 @@ class ServiceRuntime:
                            **ping.caused())
         await self.bus.publish(f"{HEARTBEAT_ACK}.{self.name}", ack)
 
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """Run a background task of the service (a timer loop); it is cancelled when the bus closes."""
+        task = asyncio.create_task(coro, name=name)
+        self.bus._tasks.append(task)  # noqa: SLF001 - Bus.close cancels and awaits these
+        return task
+
     async def add_endpoint(self, name: str, subject: str, handler: Callable[[Request], Awaitable[None]],
                            *, queue_group: str | None = None) -> None:
         """A micro-service endpoint; instances of one service share `queue_group` (default: the name)."""
@@ -109,9 +117,11 @@ class ServiceRuntime:
 Setup = Callable[[ServiceRuntime], Awaitable[None]]
 
 
-async def run_service(name: str, setup: Setup, url: str) -> None:
+async def run_service(name: str, setup: Setup, url: str, args: argparse.Namespace | None = None) -> None:
     bus = await Bus.connect(url, name)
     runtime = ServiceRuntime(name, bus)
+    if args is not None:
+        runtime.args = args
     await runtime.start()
     await setup(runtime)
     runtime.ready = True
@@ -119,15 +129,19 @@ async def run_service(name: str, setup: Setup, url: str) -> None:
     await runtime.run_until_stopped()
 
 
-def serve(name: str, setup: Setup, argv: list[str] | None = None) -> None:
-    """The `python -m services.<name>` entry point."""
+def serve(name: str, setup: Setup, argv: list[str] | None = None,
+          add_args: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+    """The `python -m services.<name>` entry point; `add_args` adds the service's own options, which
+    its setup reads from `runtime.args`."""
     parser = argparse.ArgumentParser(prog=f"python -m services.{name}", description=f"kernelpilot {name}")
     parser.add_argument("--nats", default=os.environ.get("KPILOT_NATS", DEFAULT_NATS),
                         help="NATS URL, with this service's credentials (default: $KPILOT_NATS or %(default)s)")
     parser.add_argument("--log-level", default="info")
+    if add_args is not None:
+        add_args(parser)
     args = parser.parse_args(argv)
     kplog.configure(name, args.log_level)
     try:
-        asyncio.run(run_service(name, setup, args.nats))
+        asyncio.run(run_service(name, setup, args.nats, args))
     except BusError as e:
         raise SystemExit(f"{name}: {e}") from None

@@ -29,6 +29,16 @@ def state_event_subject(kind: str, node: str, gpu: str) -> str:
     return f"events.state.{kind}.{node}.{gpu}"
 
 
+def sample_subject(node: str, gpu: str) -> str:
+    """Raw device samples (DeviceSample) of one GPU; a telemetry instance consumes a shard of nodes."""
+    return f"telemetry.samples.{token(node)}.{token(gpu)}"
+
+
+def launches_subject(node: str) -> str:
+    """Launch telemetry (LaunchBatch) of the workloads on one node, published by the SDK."""
+    return f"telemetry.launches.{token(node)}"
+
+
 def job_subject(job_id: str) -> str:
     return f"jobs.{job_id}"
 
@@ -164,10 +174,12 @@ _SERVICE_SUBJECTS: dict[str, Permissions] = {
     "planner": Permissions(publish=("jobs.>", "candidates.>", "tools.>", "decomposer.analyze"),
                            subscribe=("events.state.>", "optimize.request", "jobs.>", "verdicts.>",
                                       "patches.>", "failures.>")),
-    "toolrunner": Permissions(publish=("audit.toolrunner",), subscribe=("tools.>",)),
+    "toolrunner": Permissions(publish=("audit.toolrunner",), subscribe=("tools.>", "toolrunner.>")),
     "verifier": Permissions(publish=("verdicts.>", "tools.>"), subscribe=("candidates.>",)),
+    # The critic also reads optimize requests: they are the root of a chain that no telemetry started.
     "critic": Permissions(publish=("patches.>", "failures.>"),
-                          subscribe=("verdicts.>", "candidates.>", "events.state.>", "jobs.>")),
+                          subscribe=("verdicts.>", "candidates.>", "events.state.>", "jobs.>",
+                                     "optimize.request")),
 }
 
 # The operator (kpilot CLI and any client that connects without credentials) reads everything and

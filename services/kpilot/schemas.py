@@ -6,8 +6,10 @@ from shared.schemagen import all_schemas, drift, write_all
 
 
 def tool_records() -> dict[str, tuple[type, type]]:
-    from shared.tools.catalog import CONTRACTS
-    return {c.name: (c.input, c.output) for c in CONTRACTS}
+    """Each tool's input and output record, from the toolrunner's catalog (the CLI may read it; services
+    learn the tools at run time from `toolrunner.list`)."""
+    from services.toolrunner.catalog import load_specs
+    return {name: (spec.input, spec.output) for name, spec in load_specs().items()}
 
 
 def run_schemas(*, check: bool) -> int:

@@ -1,0 +1,63 @@
+# kernelpilot. `make run` and `make test` work on a fresh machine; everything else is optional.
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+PORT    ?= 4222
+STAMP   := $(VENV)/.installed
+
+.PHONY: install run demo down test test-gpu lint schemas bench-bus bench-tools bench-decomposer \
+        bench-telemetry bench-verifier bench-kernels wheels clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job: start the embedded NATS and every service, then run the demo job against them.
+run: install
+	$(BIN)/kpilot up --detach --port $(PORT)
+	$(BIN)/python -m services.kpilot.demo --nats nats://127.0.0.1:$(PORT)
+	@echo "The stack keeps running. Watch it: $(BIN)/kpilot tail 'patches.>' 'events.>' --nats nats://127.0.0.1:$(PORT)"
+	@echo "Stop it: make down"
+
+down: install
+	$(BIN)/kpilot down --port $(PORT)
+
+# The whole CPU suite. pytest exits 5 when it collects nothing: that is a failure here, never a pass.
+test: install
+	$(BIN)/python -m pytest -q; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
+
+# On the H200 (device tool): the gpu-marked tests.
+test-gpu: install
+	$(BIN)/python -m pytest -q -m gpu
+
+lint: install
+	$(BIN)/ruff check shared services tests benchmarks examples
+
+schemas: install
+	$(BIN)/kpilot schemas
+
+bench-bus: install
+	$(BIN)/python benchmarks/bench_bus.py --out benchmarks/results/bus.json
+
+bench-tools: install
+	$(BIN)/python benchmarks/bench_tools.py --out benchmarks/results/tools.json
+
+bench-decomposer: install
+	$(BIN)/python benchmarks/bench_decomposer.py
+
+bench-telemetry: install
+	$(BIN)/python benchmarks/bench_telemetry.py
+
+bench-verifier: install
+	$(BIN)/python benchmarks/bench_verifier.py
+
+bench-kernels: install
+	$(BIN)/python benchmarks/run_suite.py
+
+clean:
+	rm -rf $(VENV) .kpilot

@@ -1,0 +1,83 @@
+"""Decomposer benchmark: decomposition time per captured TTGIR and summary token counts -> JSON.
+
+Inputs are the committed fixtures of tests/decomposer/corpus (captured by
+tests/decomposer/capture_corpus.py; `bench_attention_fwd` is a FlashAttention-2 forward, bf16, D=128).
+Target (issue): < 200 ms for the fused attention TTGIR. CPU only; timings are wall-clock medians of
+`--reps` runs of `decompose()` in this process (time.perf_counter), including TTGIR/SASS/ptxas parsing.
+
+    .venv/bin/python benchmarks/bench_decomposer.py [--reps 5] [--out benchmarks/results/decomposer.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTENTION_TARGET_S = 0.200  # issue: decomposition of fused attention TTGIR under 200 ms
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tests" / "decomposer"))
+    import decomposer_corpus as corpus
+
+    from services.decomposer.decompose import decompose
+    from services.decomposer.summary import TOKEN_LIMIT, TOKEN_RULE
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "decomposer.json")
+    args = ap.parse_args(argv)
+    rows = []
+    for d in corpus.case_dirs(bench=True) + corpus.case_dirs():
+        art, facts, meta = corpus.load(d)
+        times = []
+        for _ in range(args.reps):
+            t = time.perf_counter()
+            dec = decompose(art, facts)
+            times.append(time.perf_counter() - t)
+        rows.append(
+            {
+                "case": d.name,
+                "kernel": dec.kernel,
+                "ttgir_lines": art.ttgir.count("\n"),
+                "nodes": len(dec.nodes),
+                "median_s": statistics.median(times),
+                "min_s": min(times),
+                "summary_tokens": dec.summary_tokens,
+                "findings": len(dec.findings),
+                "top": dec.findings[0].pattern if dec.findings else None,
+                "expect": meta["expect"],
+            }
+        )
+    att = next(r for r in rows if r["case"] == "bench_attention_fwd")
+    result = {
+        "method": f"time.perf_counter around decompose(), median of {args.reps} runs, one CPU process",
+        "machine": {"python": platform.python_version(), "cpu": platform.processor() or platform.machine()},
+        "token_rule": TOKEN_RULE,
+        "token_limit": TOKEN_LIMIT,
+        "attention": {
+            "median_s": att["median_s"],
+            "target_s": ATTENTION_TARGET_S,
+            "ok": att["median_s"] < ATTENTION_TARGET_S,
+        },
+        "max_summary_tokens": max(r["summary_tokens"] for r in rows),
+        "rows": rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(
+        f"attention fwd: {att['median_s'] * 1e3:.1f} ms (target < {ATTENTION_TARGET_S * 1e3:.0f} ms), "
+        f"max summary {result['max_summary_tokens']} tokens, {len(rows)} inputs -> {args.out}"
+    )
+    return 0 if result["attention"]["ok"] and result["max_summary_tokens"] <= TOKEN_LIMIT else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""Read SASS text (nvdisasm --print-line-info, or cuobjdump -sass) and `ptxas -v` output.
+
+With nvdisasm line info (`//## File "k.py", line 23`) instructions are attributed to source lines;
+cuobjdump text has no line info, so only whole-kernel counts are available (attributed to line 0).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from shared.tools.decompose import PtxasInfo, SassLine
+
+_FILE = re.compile(r'//##\s*File\s+"([^"]*)",\s*line\s+(\d+)')
+_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+_TENSOR = ("HGMMA", "HMMA", "IMMA", "QGMMA", "IGMMA", "UTMALDG", "UTMASTG")
+_WIDTH = {"U8": 8, "S8": 8, "U16": 16, "S16": 16, "64": 64, "128": 128}
+
+
+@dataclass(frozen=True)
+class Instr:
+    addr: str
+    opcode: str  # full mnemonic with modifiers, "LDG.E.128"
+    predicated: bool
+    file: str
+    line: int
+    operands: str
+
+
+@dataclass
+class Sass:
+    instrs: list[Instr] = field(default_factory=list)
+    has_line_info: bool = False
+    kernels: list[str] = field(default_factory=list)
+
+    def counts(self) -> Counter[str]:
+        return Counter(i.opcode.split(".")[0] for i in self.instrs)
+
+
+def access_bits(opcode: str) -> int:
+    """LDG.E.128 -> 128; LDG.E -> 32; LDG.E.U16 -> 16; LDG.E.64 -> 64."""
+    parts = opcode.split(".")[1:]
+    for p in parts:
+        if p in _WIDTH:
+            return _WIDTH[p]
+    return 32
+
+
+def parse_sass(text: str, kernel: str = "") -> Sass:
+    out = Sass()
+    file, line = "", 0
+    current = ""
+    for raw in text.splitlines():
+        s = raw.strip()
+        km = re.match(r"(?:\.text\.|Function\s*:\s*)([\w$.]+)", s)
+        if km:
+            current = km.group(1).rstrip(":")
+            if current not in out.kernels:
+                out.kernels.append(current)
+            continue
+        fm = _FILE.search(s)
+        if fm:
+            file, line = fm.group(1), int(fm.group(2))
+            out.has_line_info = True
+            continue
+        im = _INSTR.search(s)
+        if not im:
+            continue
+        if kernel and current and current != kernel:
+            continue
+        out.instrs.append(
+            Instr("0x" + im.group(1), im.group(3), bool(im.group(2)), file, line, im.group(4).strip())
+        )
+    return out
+
+
+def per_line(sass: Sass) -> list[SassLine]:
+    rows: dict[tuple[str, int], SassLine] = {}
+    for ins in sass.instrs:
+        key = (ins.file, ins.line)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = SassLine(file=ins.file, line=ins.line, first_addr=ins.addr)
+        row.instructions += 1
+        base = ins.opcode.split(".")[0]
+        if base == "LDG":
+            row.ldg_bits.append(access_bits(ins.opcode))
+        elif base == "STG":
+            row.stg_bits.append(access_bits(ins.opcode))
+        elif base.startswith(_TENSOR):
+            if ins.opcode not in row.tensor_instrs:
+                row.tensor_instrs.append(ins.opcode)
+        elif base in ("BAR", "SYNCS", "DEPBAR", "WARPSYNC") or base.startswith("WARPGROUP"):
+            row.barriers += 1
+        elif base in ("LDS", "STS", "LDSM", "STSM", "LDGSTS"):
+            row.shared_accesses += 1
+        elif base in ("LDL", "STL"):
+            row.local_accesses += 1
+        elif base in ("ATOM", "ATOMG", "RED", "ATOMS"):
+            row.atomics += 1
+    return sorted(rows.values(), key=lambda r: (r.file, r.line))
+
+
+def parse_ptxas(text: str, kernel: str = "") -> PtxasInfo | None:
+    """`ptxas -v` stderr -> registers, spills, stack, smem. None when the text has no `Used N registers`."""
+    info = PtxasInfo()
+    found = False
+    active = not kernel
+    for s in text.splitlines():
+        m = re.search(r"(?:Compiling entry function|Function properties for)\s+'?([\w$.]+)'?", s)
+        if m:
+            active = not kernel or m.group(1) == kernel
+        if not active:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", s)
+        if m:
+            info.stack_frame, info.spill_stores, info.spill_loads = (int(x) for x in m.groups())
+        m = re.search(r"Used (\d+) registers", s)
+        if m:
+            found = True
+            info.registers = int(m.group(1))
+            b = re.search(r"used (\d+) barriers", s)
+            info.barriers = int(b.group(1)) if b else 0
+            sm = re.search(r"(\d+) bytes smem", s)
+            info.smem_bytes = int(sm.group(1)) if sm else 0
+            cm = re.findall(r"(\d+) bytes cmem", s)
+            info.cmem_bytes = sum(int(x) for x in cm)
+    return info if found else None
+
+
+def ptx_vector_loads(ptx: str) -> Counter[int]:
+    """Global load widths in bits from PTX (`ld.global.v4.b32` -> 128), for SASS-less inputs."""
+    out: Counter[int] = Counter()
+    for m in re.finditer(r"ld\.global(?:\.[a-z0-9_]+)*?(?:\.v(\d))?\.[bsuf](\d+)\b", ptx):
+        out[int(m.group(1) or 1) * int(m.group(2))] += 1
+    return out

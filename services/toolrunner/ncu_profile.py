@@ -1,0 +1,112 @@
+"""The ncu_profile tool: Nsight Compute metrics of one launch, mapped onto GPU.md's state dimensions.
+
+GPU only. The task is loaded (sandboxed) to check the kernel and shape names, then the ncu worker runs
+ncu on the task's launch; the raw CSV page it returns is parsed here (services/toolrunner/ncu_csv.py).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from services.toolrunner.ncu_csv import (
+    NcuCsvError,
+    parse_ncu_csv,
+    requested_metrics,
+    select_kernel,
+    with_dimensions,
+)
+from services.toolrunner.nvtools import require_gpu
+from services.toolrunner.sandbox import Limits, run_worker
+from services.toolrunner.tasks import TaskError, load_task
+from services.toolrunner.tool import ToolFailure, ToolSpec
+from services.toolrunner.workers.launch_task import LaunchTaskRequest
+from services.toolrunner.workers.ncu import NcuWorkerRequest, NcuWorkerResult
+from shared.messages import Provenance
+from shared.tools.profile import NcuProfileInput, NcuProfileOutput
+from shared.tools.task import TaskManifest
+
+
+def resolve_kernel(manifest: TaskManifest, kernel: str, shape: str) -> str:
+    """The kernel to profile (the task's first when ""), refusing names and shapes the task lacks."""
+    try:
+        manifest.shape(shape)
+    except KeyError as e:
+        raise ToolFailure("refused", str(e.args[0])) from None
+    names = manifest.kernel_names()
+    if not kernel:
+        if not names:
+            raise ToolFailure("refused", f"task {manifest.path} names no kernel to profile; pass `kernel`")
+        return names[0]
+    if names and kernel not in names:
+        raise ToolFailure(
+            "refused", f"kernel {kernel!r} is not in task {manifest.name}: it has {', '.join(names)}"
+        )
+    return kernel
+
+
+def load(task_path: str) -> TaskManifest:
+    try:
+        return load_task(task_path)
+    except TaskError as e:
+        raise ToolFailure("refused", str(e), e.problems) from None
+
+
+def run(req: NcuProfileInput) -> NcuProfileOutput:
+    ncu = require_gpu("ncu_profile", req.gpu, "ncu")
+    assert ncu is not None
+    manifest = load(req.task_path)
+    kernel = resolve_kernel(manifest, req.kernel, req.shape)
+    report_dir = req.artifact_dir or str(Path(tempfile.gettempdir()) / "kpilot-artifacts" / "ncu")
+    wreq = NcuWorkerRequest(
+        ncu=ncu,
+        kernel=kernel,
+        metrics=requested_metrics(req.extra_metrics),
+        report_dir=report_dir,
+        timeout_s=max(30.0, req.timeout_s - 60.0),  # leave the worker time to read the report back
+        launch=LaunchTaskRequest(
+            task_path=manifest.path, shape=req.shape, config=req.config, seed=req.seed, profile_range=True
+        ),
+    )
+    outcome = run_worker(
+        "services.toolrunner.workers.ncu",
+        msgspec.json.encode(wreq),
+        Limits(timeout_s=req.timeout_s, memory_mb=None, gpu=req.gpu),
+    )
+    if outcome.status != "ok" or outcome.result is None:
+        raise ToolFailure(outcome.status if outcome.status != "ok" else "failed", outcome.message)
+    res = msgspec.json.decode(outcome.result, type=NcuWorkerResult)
+    if not res.ok:
+        raise ToolFailure("failed", res.message)
+    try:
+        profile = with_dimensions(select_kernel(parse_ncu_csv(res.csv), kernel))
+    except NcuCsvError as e:
+        raise ToolFailure("failed", str(e)) from None
+    return NcuProfileOutput(
+        profile=profile,
+        report_path=res.report_path,
+        command=res.command,
+        metrics_requested=res.metrics_requested,
+        metrics_unavailable=res.metrics_unavailable,
+        ncu_version=res.ncu_version,
+        provenance=Provenance(
+            device=profile.device or f"cuda:{req.gpu}",
+            method="ncu --clock-control none --page raw, one launch after one warm-up launch (kernel replay)",
+        ),
+    )
+
+
+SPEC = ToolSpec(
+    name="ncu_profile",
+    version="1",
+    description="Profile one launch of a task's kernel with Nsight Compute (clocks not locked) and map the "
+    "metrics onto the state dimensions (sm_active, l2/dram bandwidth, tensor pipe, sectors per "
+    "request, divergence, registers, bank conflicts, stalls, occupancy); a dimension whose "
+    "metric is missing is listed as absent with the reason. Keeps the .ncu-rep. GPU only.",
+    input=NcuProfileInput,
+    output=NcuProfileOutput,
+    run=run,
+    needs_gpu=True,
+)

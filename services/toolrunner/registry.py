@@ -1,0 +1,132 @@
+"""Run one tool request: validate, check, execute, validate the output, cache; always a ToolResult.
+
+Pure with respect to NATS: the adapter (service.py) and in-process clients (tests, `kpilot verify`)
+both call `ToolExecutor.execute`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import OrderedDict
+from functools import cached_property
+from typing import Any
+
+import jsonschema
+import msgspec
+
+from services.toolrunner.tool import ToolFailure, ToolSpec
+from shared.messages import ToolError, ToolRequest, ToolResult
+
+# Cached results kept per runner; a compile output is ~2 KB of record (artifacts live in the store).
+_CACHE_ENTRIES = 4096
+
+
+class Schemas:
+    def __init__(self, spec: ToolSpec) -> None:
+        self.spec = spec
+
+    @cached_property
+    def input(self) -> dict[str, Any]:
+        return msgspec.json.schema(self.spec.input)
+
+    @cached_property
+    def output(self) -> dict[str, Any]:
+        return msgspec.json.schema(self.spec.output)
+
+    @cached_property
+    def input_validator(self) -> jsonschema.protocols.Validator:
+        return jsonschema.validators.validator_for(self.input)(self.input)
+
+    @cached_property
+    def output_validator(self) -> jsonschema.protocols.Validator:
+        return jsonschema.validators.validator_for(self.output)(self.output)
+
+
+def violations(validator: jsonschema.protocols.Validator, doc: Any) -> list[str]:
+    return sorted(f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
+                  for e in validator.iter_errors(doc))
+
+
+def cache_key(spec: ToolSpec, args: dict[str, Any]) -> str:
+    """sha256 over the tool, its version and its arguments, with the content of every file the
+    arguments name: editing a task file or a cubin changes the key (a path alone would serve stale)."""
+    h = hashlib.sha256(f"{spec.name}\0{spec.version}\0".encode())
+    h.update(json.dumps(args, sort_keys=True, default=str).encode())
+    for value in _strings(args):
+        if len(value) < 4096 and os.path.isfile(value):
+            with open(value, "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+def _strings(x: Any) -> list[str]:
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, dict):
+        return [s for v in x.values() for s in _strings(v)]
+    if isinstance(x, list):
+        return [s for v in x for s in _strings(v)]
+    return []
+
+
+class ToolExecutor:
+    def __init__(self, specs: dict[str, ToolSpec], *, gpus: int, runner: str) -> None:
+        self.specs = specs
+        self.schemas = {name: Schemas(spec) for name, spec in specs.items()}
+        self.gpus = gpus
+        self.runner = runner
+        self._cache: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def available(self) -> list[str]:
+        """Tools this runner advertises: GPU tools only where a GPU is present."""
+        return [n for n, s in self.specs.items() if self.gpus > 0 or not s.needs_gpu]
+
+    def execute(self, req: ToolRequest) -> ToolResult:
+        start = time.perf_counter()
+
+        def result(**kw: Any) -> ToolResult:
+            spec = self.specs.get(req.tool)
+            return ToolResult(source="toolrunner", tool=req.tool, tool_version=spec.version if spec else "",
+                              duration_s=time.perf_counter() - start, runner=self.runner, **req.caused(), **kw)
+
+        def fail(code: str, message: str, found: list[str] | None = None) -> ToolResult:
+            return result(ok=False, error=ToolError(code=code, message=message,  # type: ignore[arg-type]
+                                                    violations=found or []))
+
+        spec = self.specs.get(req.tool)
+        if spec is None:
+            return fail("unknown_tool", f"no tool named {req.tool!r}; tools: {', '.join(self.specs)}")
+        if spec.needs_gpu and self.gpus == 0:
+            return fail("unavailable", f"unavailable: no GPU on runner {self.runner}")
+        schemas = self.schemas[req.tool]
+        found = violations(schemas.input_validator, req.args)
+        if found:
+            return fail("invalid_request", f"{req.tool}: {len(found)} problem(s) in the arguments; see "
+                        f"`kpilot tool --list` for the input schema", found)
+        key = cache_key(spec, req.args) if spec.cacheable else None
+        if key is not None and key in self._cache:
+            self._cache.move_to_end(key)
+            return result(ok=True, result=self._cache[key], cached=True)
+        try:
+            args = msgspec.convert(req.args, spec.input)
+            if spec.check is not None:
+                spec.check(args)
+            output = spec.run(args)
+        except ToolFailure as e:
+            return fail(e.code, e.message, e.violations)
+        except msgspec.ValidationError as e:
+            return fail("invalid_request", f"{req.tool}: {e}", [str(e)])
+        except (ValueError, FileNotFoundError) as e:  # the user's mistake: the message says the fix
+            return fail("refused", f"{req.tool}: {e}")
+        doc = msgspec.to_builtins(output)
+        bad = violations(schemas.output_validator, doc)
+        if bad:  # our bug, not the caller's: never return a record that breaks its own schema
+            return fail("internal", f"{req.tool} produced an output that breaks its schema", bad)
+        if key is not None:
+            self._cache[key] = doc
+            if len(self._cache) > _CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+        return result(ok=True, result=doc)

@@ -1,0 +1,73 @@
+"""NATS adapter of the toolrunner: one micro endpoint `tools.<name>` per tool in a queue group, so any
+number of runners share the load; `toolrunner.list` answers with every tool and its schemas.
+
+Compiles and CPU tools run in a bounded pool; GPU-bound tools one at a time per GPU. Every call is audited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+
+import msgspec
+from nats.micro.request import Request
+
+from services.toolrunner import compile as compile_tool
+from services.toolrunner import ptxas_info
+from services.toolrunner.catalog import load_specs
+from services.toolrunner.nvtools import gpu_count
+from services.toolrunner.registry import ToolExecutor
+from shared.messages import AuditRecord, ToolError, ToolRequest, ToolResult, decode, encode
+from shared.service import ServiceRuntime
+from shared.subjects import audit_subject, tool_subject
+
+CPU_POOL = 2  # this class of machine has 2 cores; more concurrent compiles only thrash
+LIST_SUBJECT = "toolrunner.list"
+
+
+async def setup(runtime: ServiceRuntime) -> None:
+    root = Path.cwd() / ".kpilot" / "toolrunner"
+    ptxas_info.configure(root, compile_tool.configure(root))
+    executor = ToolExecutor(load_specs(), gpus=gpu_count(), runner=runtime.instance)
+    runtime.details.update(gpus=str(executor.gpus), tools=",".join(executor.available()))
+    pool, gpu = asyncio.Semaphore(CPU_POOL), asyncio.Semaphore(max(executor.gpus, 1))
+    inflight: set[asyncio.Task[None]] = set()
+
+    async def serve(name: str, req: Request) -> None:
+        try:
+            tool_req = decode(req.data, ToolRequest)
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            bad = ToolResult(source="toolrunner", tool=name, tool_version="", ok=False,
+                             error=ToolError(code="invalid_request", message=f"not a ToolRequest: {e}"))
+            await req.respond(encode(bad))
+            return
+        if tool_req.tool != name:
+            tool_req = msgspec.structs.replace(tool_req, tool=name)  # the subject names the tool
+        async with gpu if executor.specs[name].needs_gpu else pool:
+            result = await asyncio.to_thread(executor.execute, tool_req)
+        await req.respond(encode(result))
+        args_hash = hashlib.sha256(msgspec.json.encode(tool_req.args)).hexdigest()
+        outcome = "ok" + (" (cached)" if result.cached else "") if result.ok else result.error.code  # type: ignore[union-attr]
+        await runtime.bus.publish(audit_subject("toolrunner"), AuditRecord(
+            source="toolrunner", actor=tool_req.source, action=name, args_sha256=args_hash,
+            duration_s=result.duration_s, outcome=outcome, **tool_req.caused()))
+
+    def endpoint(name: str):  # type: ignore[no-untyped-def]
+        async def handler(req: Request) -> None:  # answer concurrently: a long compile blocks nothing
+            task = asyncio.create_task(serve(name, req))
+            inflight.add(task)
+            task.add_done_callback(inflight.discard)
+        return handler
+
+    for name in executor.available():
+        group = "toolrunner-gpu" if executor.specs[name].needs_gpu else "toolrunner"
+        await runtime.add_endpoint(name, tool_subject(name), endpoint(name), queue_group=group)
+
+    async def list_tools(req: Request) -> None:
+        await req.respond(msgspec.json.encode([
+            {"name": n, "version": executor.specs[n].version, "description": executor.specs[n].description,
+             "needs_gpu": executor.specs[n].needs_gpu, "input_schema": executor.schemas[n].input,
+             "output_schema": executor.schemas[n].output} for n in executor.available()]))
+
+    await runtime.add_endpoint("list", LIST_SUBJECT, list_tools)

@@ -1,0 +1,93 @@
+"""The kernel task manifest: what `load_task` learns about a task file without importing it in the caller.
+
+A task file (examples/README.md) is Python the user wrote; the loader imports it only inside a sandboxed
+worker and returns this record, which every other tool and service works from.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from shared.messages import Scalar
+
+TaskKind = Literal["triton", "cuda", "kernelbench"]
+Dtype = Literal["float32", "float16", "bfloat16"]
+# "exact": fp32 stays fp32 (no tf32 in dots); "allow_tf32": fp32 dots may use tf32 (10-bit mantissa).
+Precision = Literal["exact", "allow_tf32"]
+
+Shape = dict[str, int]
+"""A named problem size, e.g. {"n": 1000003} or {"m": 8192, "n": 8192, "k": 8192}."""
+
+
+class Tolerance(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`torch.allclose(out, ref, atol=atol, rtol=rtol)` bounds for one dtype."""
+
+    atol: float
+    rtol: float
+
+
+class TaskShapes(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    micro: Shape  # small enough for Triton's CPU interpreter in seconds
+    full: Shape  # the size that is benchmarked
+    edge: list[Shape] = []  # odd sizes (not multiples of any block) the candidate was never tuned on
+
+
+class KernelInfo(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One kernel of a task: its name and, for Triton, its parameters in order."""
+
+    name: str
+    params: list[str] = []
+    constexprs: list[str] = []  # the subset of `params` annotated `tl.constexpr`
+
+
+class ShapeCost(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The task's own FLOP and byte formulas evaluated at one named shape (roofline inputs)."""
+
+    shape_name: str  # "micro", "full", "edge:0", ...
+    shape: Shape
+    flops: float
+    bytes_moved: float
+
+
+class TaskManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    path: str  # absolute path of the task file
+    sha256: str  # of the file's bytes: a change of source is a new task version
+    kind: TaskKind
+    name: str  # the file's stem
+    kernels: list[KernelInfo]  # first = primary; empty for a KernelBench problem without ModelNew
+    config: dict[str, Scalar] = {}  # the untuned starting point (constexprs + num_warps/num_stages/...)
+    space: dict[str, list[Scalar]] = {}
+    has_constraint: bool = False
+    shapes: TaskShapes
+    dtype: Dtype
+    # The dtype CPU correctness runs in: Triton's interpreter cannot do bf16, so a bf16 task's CPU twin
+    # runs in float16 or float32 (make_inputs honours `shape["dtype"]`, see examples/README.md).
+    cpu_dtype: Dtype
+    tolerance: dict[str, Tolerance]  # keyed by dtype name
+    precision: Precision
+    costs: list[ShapeCost] = []  # one per named shape; empty when the task has no formulas (KernelBench)
+    cuda_source_sha256: str = ""  # CUDA tasks: hash of CUDA_SOURCE
+    has_candidate: bool = False  # KernelBench: the file defines ModelNew
+    notes: list[str] = []  # non-fatal remarks, e.g. "KernelBench: no FLOP formula"
+
+    @property
+    def primary(self) -> str:
+        return self.kernels[0].name if self.kernels else ""
+
+    def kernel_names(self) -> list[str]:
+        return [k.name for k in self.kernels]
+
+    def shape(self, name: str) -> Shape:
+        """A named shape: "micro", "full" or "edge:<i>"."""
+        if name in ("micro", "full"):
+            return getattr(self.shapes, name)
+        if name.startswith("edge:") and name[5:].isdigit() and int(name[5:]) < len(self.shapes.edge):
+            return self.shapes.edge[int(name[5:])]
+        known = ["micro", "full"] + [f"edge:{i}" for i in range(len(self.shapes.edge))]
+        raise KeyError(f"unknown shape {name!r}: this task has {', '.join(known)}")
+
+
+class LoadTaskInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    path: str

@@ -1,0 +1,74 @@
+"""`kpilot up --detach` / status / heartbeat / tail / down, run as a user would (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shared.natsserver import free_port, port_open
+from shared.subjects import SERVICE_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kpilot(*args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "services.kpilot", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_up_status_heartbeat_tail_down(tmp_path: Path) -> None:
+    port = free_port()
+    state = str(tmp_path / "state")
+    url = f"nats://127.0.0.1:{port}"
+    up = kpilot("up", "--detach", "--port", str(port), "--state-dir", state)
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "6 services healthy" in up.stdout
+        again = kpilot("up", "--detach", "--port", str(port), "--state-dir", state)
+        assert again.returncode == 0 and "already up" in again.stdout
+
+        status = kpilot("status", "--json", "--nats", url)
+        assert status.returncode == 0, status.stderr
+        rows = json.loads(status.stdout)
+        assert sorted(r["name"] for r in rows) == sorted(SERVICE_NAMES)
+        for r in rows:
+            assert r["healthy"] is True and r["version"] and "received" in r["counters"]
+
+        beat = kpilot("heartbeat", "--nats", url)
+        assert beat.returncode == 0, beat.stdout + beat.stderr
+        assert "NO ACK" not in beat.stdout
+
+        tail = kpilot("tail", "ops.heartbeat.>", "--json", "--since", "5m", "--count", "7", "--timeout", "10",
+                      "--nats", url)
+        lines = [json.loads(line) for line in tail.stdout.splitlines()]
+        assert len(lines) == 7
+        ping = next(x for x in lines if x["subject"] == "ops.heartbeat.ping")
+        acks = [x for x in lines if x["subject"].startswith("ops.heartbeat.ack.")]
+        assert ping["headers"]["Nats-Msg-Id"] == ping["data"]["id"]
+        assert {a["data"]["service"] for a in acks} == set(SERVICE_NAMES)
+        assert all(a["data"]["causation_id"] == ping["data"]["id"] for a in acks)
+
+        status = kpilot("status", "--json", "--nats", url)
+        handled = sum(r["counters"]["handled"] for r in json.loads(status.stdout))
+        assert handled >= len(SERVICE_NAMES)  # every service consumed the ping
+    finally:
+        down = kpilot("down", "--port", str(port), "--state-dir", state)
+    assert down.returncode == 0, down.stderr
+    assert not port_open("127.0.0.1", port)
+
+
+def test_status_without_a_server_names_the_fix() -> None:
+    out = kpilot("status", "--nats", f"nats://127.0.0.1:{free_port()}", timeout=30)
+    assert out.returncode == 1
+    assert "kpilot up" in out.stderr
+
+
+def test_tail_rejects_a_bad_duration() -> None:
+    out = kpilot("tail", "x.>", "--since", "forever", "--nats", f"nats://127.0.0.1:{free_port()}", timeout=30)
+    assert out.returncode == 2
+    assert "e.g. 30s, 5m" in out.stderr

@@ -1,0 +1,45 @@
+"""SASS (nvdisasm --print-line-info) and ptxas -v parsing on captured fixtures."""
+
+from __future__ import annotations
+
+import decomposer_corpus as corpus
+
+from services.decomposer.sass import access_bits, parse_ptxas, parse_sass, per_line, ptx_vector_loads
+
+
+def test_ptxas_registers_and_spills() -> None:
+    art, _, _ = corpus.load("matmul_spills")
+    info = parse_ptxas(art.ptxas_info, "matmul_kernel")
+    assert info is not None and info.registers == 255
+    assert info.spill_stores > 0 and info.spill_loads > 0
+    clean = parse_ptxas(corpus.load("clean_add")[0].ptxas_info)
+    assert clean is not None and clean.spill_stores == 0 and clean.registers and clean.registers < 64
+    assert parse_ptxas("nothing here") is None
+
+
+def test_sass_line_correlation_vector_widths() -> None:
+    art, _, _ = corpus.load("clean_add")
+    s = parse_sass(art.sass, "add_kernel")
+    assert s.has_line_info and s.kernels == ["add_kernel"]
+    rows = per_line(s)
+    ldg = [b for r in rows for b in r.ldg_bits]
+    assert ldg and set(ldg) == {128}  # 4 x fp32 per thread: LDG.E.128
+    assert all(r.file == "tests/decomposer/corpus/cases.py" for r in rows if r.ldg_bits)
+
+
+def test_sass_scalar_loads_when_mask_bound_not_divisible() -> None:
+    rows = per_line(parse_sass(corpus.load("mask_nodiv_add")[0].sass))
+    assert {b for r in rows for b in r.ldg_bits} == {32}
+
+
+def test_sass_tensor_instructions_and_spill_traffic() -> None:
+    rows = per_line(parse_sass(corpus.load("clean_matmul_bf16")[0].sass))
+    assert any(i.startswith("HGMMA") for r in rows for i in r.tensor_instrs)
+    rows = per_line(parse_sass(corpus.load("matmul_spills")[0].sass))
+    assert sum(r.local_accesses for r in rows) > 0
+
+
+def test_access_bits_and_ptx_widths() -> None:
+    assert [access_bits(x) for x in ("LDG.E.128", "LDG.E", "LDG.E.U16", "STG.E.64")] == [128, 32, 16, 64]
+    widths = ptx_vector_loads(corpus.load("clean_add")[0].ptx)
+    assert widths and max(widths) == 128

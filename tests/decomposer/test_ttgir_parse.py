@@ -1,0 +1,86 @@
+"""TTGIR parsing on captured fixtures (tests/decomposer/corpus, see capture_corpus.py)."""
+
+from __future__ import annotations
+
+import decomposer_corpus as corpus
+import pytest
+
+from services.decomposer import layouts as lay
+from services.decomposer.ttgir import TtgirError, parse_ttgir, value_type
+
+SRC = "tests/decomposer/corpus/cases.py"
+
+
+def _mod(case: str):
+    art, _, _ = corpus.load(case)
+    return parse_ttgir(art.ttgir)
+
+
+def test_module_header_args_and_divisibility() -> None:
+    m = _mod("scalar_rows_nodiv")
+    assert (m.func, m.num_warps, m.target, m.file) == ("copy_rows_kernel", 8, "cuda:90", SRC)
+    div = {a.name: a.divisibility for a in m.args}
+    assert div["%x_ptr"] == 16 and div["%stride_x"] is None  # 4100 % 16 != 0: JIT gives no hint
+
+
+def test_locations_resolve_aliases_to_source_lines() -> None:
+    m = _mod("clean_add")
+    src = (corpus.CORPUS / "cases.py").read_text().splitlines()
+    loads = [op for op in m.ops if op.name == "tt.load"]
+    assert loads and all(op.loc is not None and op.loc.file == SRC for op in loads)
+    for op in loads:
+        assert "tl.load" in src[op.loc.line - 1]
+    store = next(op for op in m.ops if op.name == "tt.store")
+    assert "tl.store" in src[store.loc.line - 1]
+
+
+def test_loops_iter_args_and_nesting() -> None:
+    m = _mod("clean_matmul_bf16")
+    loops = [op for op in m.ops if op.name == "scf.for"]
+    assert len(loops) == 1
+    dot = next(op for op in m.ops if op.name == "ttng.warp_group_dot")
+    assert dot.loops == (loops[0].id,)
+    assert dot.result_type is not None and dot.result_type.shape == (128, 128)
+    assert m.iter_init, "scf.for iter_args map to their init values"
+    for arg, init in m.iter_init.items():
+        assert value_type(m, arg) is not None or value_type(m, init) is None
+
+
+def test_layouts_decode() -> None:
+    m = _mod("clean_matmul_bf16")
+    table = lay.decode_all(m.layouts)
+    mma = [x for x in table.values() if x.kind == "nvidia_mma"]
+    assert mma and mma[0].mma_version == 3 and mma[0].instr_shape[:2] == [16, 128]
+    sh = [x for x in table.values() if x.kind == "nvmma_shared"]
+    assert sh and sh[0].swizzle_bytes == 128
+    blocked = [x for x in table.values() if x.kind == "blocked"]
+    assert blocked and all(x.size_per_thread and x.order for x in blocked)
+
+
+def test_generic_region_op_gets_type_and_loc() -> None:
+    m = _mod("clean_softmax")
+    reds = [op for op in m.ops if op.name == "tt.reduce"]
+    assert len(reds) == 2
+    assert all(
+        op.loc is not None and op.result_type is not None and op.result_type.elem == "f32" for op in reds
+    )
+    # ops inside the combiner region are parented to the reduce
+    assert any(op.parent == reds[0].id for op in m.ops)
+
+
+def test_not_ttgir_is_refused_with_a_fix() -> None:
+    with pytest.raises(TtgirError, match="pass the `ttgir` artifact"):
+        parse_ttgir("def kernel(x): pass")
+    art, _, _ = corpus.load("clean_add")
+    with pytest.raises(TtgirError, match="add_kernel"):
+        parse_ttgir(art.ttgir, kernel="nope")
+
+
+def test_every_fixture_load_points_at_a_load_in_cases_py() -> None:
+    # fixtures and cases.py must stay in step: re-run capture_corpus.py after editing cases.py
+    src = (corpus.CORPUS / "cases.py").read_text().splitlines()
+    for d in corpus.case_dirs() + corpus.case_dirs(bench=True):
+        m = parse_ttgir(corpus.load(d)[0].ttgir)
+        for op in m.ops:
+            if op.name == "tt.load" and op.loc is not None and op.loc.file == SRC:
+                assert "load(" in src[op.loc.line - 1], (d.name, op.loc.line)
