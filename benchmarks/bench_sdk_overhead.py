@@ -107,8 +107,8 @@ def main() -> int:
         "provenance": {
             "device": torch.cuda.get_device_name(),
             "cuda": str(torch.version.cuda),
-            "triton": triton.__version__,
-            "torch": torch.__version__,
+            "triton": str(triton.__version__),
+            "torch": str(torch.__version__),
             "python": platform.python_version(),
         },
     }

@@ -86,6 +86,7 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
             reconnect_time_wait=0.5, disconnected_cb=_disconnected, reconnected_cb=_reconnected,
             error_cb=_error)
         nc.options["max_reconnect_attempts"] = -1
+        nc.options["drain_timeout"] = 5  # seconds; the default 30 s only delays a stopping service
         return nc
     except nats.errors.NoServersError as e:
         if any("authorization" in s.lower() for s in seen):
@@ -118,6 +119,7 @@ class Bus:
         self.log = structlog.get_logger().bind(service=service)
         self.consumers: dict[str, ConsumerStats] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._subs: list[JetStreamContext.PullSubscription] = []
         self._stopping = asyncio.Event()
 
     @classmethod
@@ -178,6 +180,7 @@ class Bus:
                                 ack_wait=ack_wait_s, max_deliver=max_deliver + 1, max_ack_pending=1000,
                                 deliver_policy=DeliverPolicy.NEW if new_only else DeliverPolicy.ALL)
         sub = await self.js.pull_subscribe(subject, durable=durable, stream=stream, config=config)
+        self._subs.append(sub)
         stats = self.consumers.setdefault(durable, ConsumerStats())
         seen: OrderedDict[str, None] = OrderedDict()
         log = self.log.bind(consumer=durable)
@@ -256,6 +259,12 @@ class Bus:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        # A cancelled fetch can leave a late status message queued on its subscription, and drain would
+        # then wait out nats-py's 30 s drain timeout: unsubscribe the pull subscriptions first.
+        for sub in self._subs:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+        self._subs.clear()
         if not self.nc.is_closed:
             with contextlib.suppress(Exception):
                 await self.nc.drain()

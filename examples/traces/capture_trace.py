@@ -81,8 +81,8 @@ def main() -> int:
             "device": torch.cuda.get_device_name(),
             "driver": as_text(sampler.nvml.nvmlSystemGetDriverVersion()),
             "cuda": str(torch.version.cuda),
-            "triton": triton.__version__,
-            "torch": torch.__version__,
+            "triton": str(triton.__version__),
+            "torch": str(torch.__version__),
             "method": "NVML + GPM device-wide samples; launch durations by CUDA events on 1 of 8 launches",
         },
     )

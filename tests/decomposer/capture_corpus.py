@@ -106,7 +106,7 @@ def capture(case, out_root: Path) -> Path:
         "num_stages": case.num_stages,
         "shared_bytes": k.metadata.shared,
         "constexprs": {str(a): str(b) for a, b in constexprs.items()},
-        "triton": triton.__version__,
+        "triton": str(triton.__version__),
         "target": "cuda:90",
         "captured_by": "tests/decomposer/capture_corpus.py",
         "bench_only": case.name.startswith("bench_"),

@@ -86,8 +86,8 @@ def provenance(nvml: Nvml, method: str) -> Provenance:
         device=torch.cuda.get_device_name(0),
         driver=nvml.driver(),
         cuda=str(torch.version.cuda),
-        triton=triton.__version__,
-        torch=torch.__version__,
+        triton=str(triton.__version__),
+        torch=str(torch.__version__),
         method=method,
     )
 
