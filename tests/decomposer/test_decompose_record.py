@@ -14,7 +14,7 @@ from services.decomposer.roofline import classify
 from services.decomposer.summary import TOKEN_LIMIT, count_tokens
 from shared.tools.decompose import Artifacts, Decomposition, DeviceFacts, DynamicEvidence
 
-NCU_DETAILS = Path("/work/shared/fixtures/h200-probe/ncu_details.txt")
+NCU_DETAILS = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "ncu_details.txt"
 
 
 def test_nodes_are_typed_with_hardware_units() -> None:

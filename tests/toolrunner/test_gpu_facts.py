@@ -7,7 +7,7 @@ from pathlib import Path
 from services.toolrunner.ncu_csv import parse_ncu_csv
 from shared.gpu_facts import H200, gpu_facts
 
-NCU = Path("/work/shared/fixtures/h200-probe/ncu_raw.csv")
+NCU = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "ncu_raw.csv"
 
 
 def test_h200_facts_match_the_device_attributes() -> None:

@@ -16,7 +16,7 @@ from services.toolrunner.tool import ToolFailure
 from shared.gpu_facts import H200
 from shared.tools.launch import LaunchConfigInput, LaunchConfigOutput
 
-NCU = Path("/work/shared/fixtures/h200-probe/ncu_raw.csv")
+NCU = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "ncu_raw.csv"
 
 
 def _ncu_rows() -> list[dict[str, float]]:

@@ -2,7 +2,7 @@
 
 Every expected number is derived in the comments from the layout Triton chose (its TTGIR, checked in the
 tool's `layout` field) and the addresses: one request = one warp instruction; sectors are 32 B.
-The last test compares with real ncu counts from the H200 probe (/work/shared/fixtures/h200-probe).
+The last test compares with real ncu counts from the H200 probe (tests/fixtures/h200-probe).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from shared.tools.memaccess import KernelMemProfile, MemAccessInput, MemInstruct
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "tasks"
 ADD = str(ROOT / "examples" / "vector_add.py")
-NCU_RAW = Path("/work/shared/fixtures/h200-probe/ncu_raw.csv")
+NCU_RAW = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "ncu_raw.csv"
 
 
 @cache
@@ -167,7 +167,7 @@ PROBE = [("probe_add.py", "add_kernel", "(16384, 1, 1)", None),
          ("probe_transpose.py", "transpose_naive", "(128, 128, 1)", "4,096")]
 
 
-@pytest.mark.skipif(not NCU_RAW.exists(), reason="needs /work/shared/fixtures/h200-probe/ncu_raw.csv")
+@pytest.mark.skipif(not NCU_RAW.exists(), reason="needs tests/fixtures/h200-probe/ncu_raw.csv")
 @pytest.mark.parametrize(("task", "name", "grid", "smem"), PROBE)
 def test_model_matches_ncu_on_the_h200_probe(task: str, name: str, grid: str, smem: str | None) -> None:
     # Every program of these kernels does the same accesses, so the model's per-program counts on the

@@ -20,7 +20,7 @@ from services.toolrunner.ncu_csv import (
 )
 from shared.tools.profile import NcuProfileOutput
 
-NCU = Path("/work/shared/fixtures/h200-probe/ncu_raw.csv")
+NCU = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "ncu_raw.csv"
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from services.toolrunner.timing_stats import (
     use_graph,
 )
 
-BENCH = Path("/work/shared/fixtures/h200-probe/bench.json")
+BENCH = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "bench.json"
 
 
 def test_quantiles_match_triton_and_numpy() -> None:
