@@ -168,12 +168,14 @@ class Bus:
     async def consume(self, subject: str, durable: str, handler: Handler[M], msg_type: type[M] | None = None,
                       *, max_deliver: int = DEFAULT_MAX_DELIVER,
                       backoff: tuple[float, ...] = DEFAULT_BACKOFF, ack_wait_s: float = 60.0,
-                      batch: int = 64, new_only: bool = False) -> ConsumerStats:
+                      batch: int = 64, new_only: bool = False, fetch_timeout_s: float = 1.0) -> ConsumerStats:
         """Start a durable pull consumer on `subject`; `handler` gets each decoded message once.
 
         Undecodable or invalid messages are dead-lettered on `dlq.<subject>` and terminated; a handler
         exception is logged and the message redelivered after a back-off, dead-lettered after
         `max_deliver` tries. A redelivery of a message already handled is acked and dropped.
+        nats-py's fetch, once a first message arrived on its long poll, waits for a full `batch` until
+        `fetch_timeout_s`: a latency-sensitive consumer (telemetry) passes a short one.
         """
         stream = stream_for(subject.replace(">", "x").replace("*", "x")).name
         config = ConsumerConfig(durable_name=durable, filter_subject=subject, ack_policy=AckPolicy.EXPLICIT,
@@ -223,8 +225,8 @@ class Bus:
         async def _loop() -> None:
             while not self._stopping.is_set():
                 try:
-                    msgs = await sub.fetch(batch, timeout=1.0)
-                except nats.errors.TimeoutError:
+                    msgs = await sub.fetch(batch, timeout=fetch_timeout_s)
+                except (nats.errors.TimeoutError, asyncio.TimeoutError):  # nats-py raises both kinds
                     continue
                 except (nats.errors.ConnectionClosedError, asyncio.CancelledError):
                     return

@@ -217,13 +217,15 @@ class ChangeDescription(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
 
 class Candidate(Message, tag="candidate"):
     kernel: str
-    task_path: str
+    task_path: str  # the task as the user gave it: reference and baseline
     version: int
     parent_id: str | None = None
-    config: dict[str, Scalar] = {}
+    config: dict[str, Scalar] = {}  # the candidate file's CONFIG (already written into it)
     changes: list[ChangeDescription] = []
-    diff: str = ""
-    source_sha256: str = ""
+    diff: str = ""  # unified diff task -> candidate file
+    source_sha256: str = ""  # sha256 of the candidate file's bytes
+    # The immutable, self-contained candidate task file (<state>/candidates/<sha256>/task.py).
+    candidate_path: str = ""
 
 
 # ---------------------------------------------------------------- verification

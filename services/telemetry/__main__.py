@@ -1,4 +1,4 @@
-from services.telemetry.service import setup
+from services.telemetry.service import add_args, setup
 from shared.service import serve
 
-serve("telemetry", setup)
+serve("telemetry", setup, add_args=add_args)

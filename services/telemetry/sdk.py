@@ -100,6 +100,14 @@ def _scalar(v: Any) -> Scalar:
     return v if isinstance(v, (bool, int, float, str)) else str(v)
 
 
+def grid3(grid: Sequence[int]) -> tuple[int, ...]:
+    """A launch grid as the 3-D (x, y, z) the GPU runs, missing dimensions 1: (1024,) -> (1024, 1, 1).
+
+    Never raises: it runs inside a launch hook, and a grid Triton itself rejects is left as given."""
+    g = tuple(int(x) for x in grid)
+    return g + (1,) * (3 - len(g)) if len(g) <= 3 else g
+
+
 def capture_launch_metadata(
     constexpr_names: Sequence[str], chained: Callable[..., dict[str, Any]] | None = None
 ) -> Callable[..., dict[str, Any]]:
@@ -115,7 +123,9 @@ def capture_launch_metadata(
         for name in constexpr_names:
             if name in args:
                 config[name] = _scalar(args[name])
-        out[_GRID] = tuple(int(g) for g in grid)
+        # One normal form, 3-D: Triton hands over the grid as the user wrote it ((1024,) or (4, 1, 1)),
+        # and launches it padded with 1s (JITFunction.run: grid_1 = grid[1] if len(grid) > 1 else 1).
+        out[_GRID] = grid3(grid)
         out[_CONFIG] = tuple(config.items())
         return out
 

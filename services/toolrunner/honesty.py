@@ -26,8 +26,10 @@ from shared.tools.task import TaskManifest
 
 WORKER = "services.toolrunner.workers.honesty"
 CHECKS = (
-    "outputs of three calls (fresh inputs; new values in the same tensors; the first inputs again) against "
-    "the reference under the task's tolerance",
+    (
+        "outputs of three calls (fresh inputs; new values in the same tensors; the first inputs again) "
+        "against the reference under the task's tolerance"
+    ),
     "output changes when the input changes",
     "freed memory poisoned with NaN before every call (uninitialised outputs show NaN)",
     "reference first in a separate process; its outputs never reach the candidate's file system",
@@ -50,8 +52,10 @@ def _load(path: str, what: str) -> TaskManifest:
 def _side(req: HonestyWorkerInput, limits: Limits) -> HonestyWorkerResult:
     outcome = run_worker(WORKER, msgspec.json.encode(req), limits)
     if outcome.status != "ok" or outcome.result is None:
-        raise ToolFailure(outcome.status if outcome.status != "ok" else "failed",
-                          f"honesty probe, {req.role} side: {outcome.message}")
+        raise ToolFailure(
+            outcome.status if outcome.status != "ok" else "failed",
+            f"honesty probe, {req.role} side: {outcome.message}",
+        )
     return msgspec.json.decode(outcome.result, type=HonestyWorkerResult)
 
 
@@ -61,10 +65,21 @@ def _load_outputs(rec: CallRecord, d: Path) -> list[object]:
     return [np.load(d / s.file, allow_pickle=False) for s in rec.outputs]
 
 
-def _compare(rec: CallRecord, got: list[object], want: list[object], want_dtypes: list[str],
-             manifest: TaskManifest, dtype: str) -> Trial:
-    trial = Trial(name=rec.name, seed=rec.seed, passed=False, triton_launches=rec.triton_launches,
-                  torch_ops=rec.torch_ops)
+def _compare(
+    rec: CallRecord,
+    got: list[object],
+    want: list[object],
+    want_dtypes: list[str],
+    manifest: TaskManifest,
+    dtype: str,
+) -> Trial:
+    trial = Trial(
+        name=rec.name,
+        seed=rec.seed,
+        passed=False,
+        triton_launches=rec.triton_launches,
+        torch_ops=rec.torch_ops,
+    )
     if not rec.ok:
         trial.reason = rec.reason
         return trial
@@ -72,8 +87,10 @@ def _compare(rec: CallRecord, got: list[object], want: list[object], want_dtypes
         trial.reason = f"{len(got)} outputs, the reference has {len(want)}"
         return trial
     tol = manifest.tolerance.get(dtype) or manifest.tolerance[manifest.dtype]
-    cmps = [compare_arrays(i, c, r, tol.atol, tol.rtol, candidate_dtype=s.dtype, reference_dtype=rd)  # type: ignore[arg-type]
-            for i, (c, r, s, rd) in enumerate(zip(got, want, rec.outputs, want_dtypes))]
+    cmps = [
+        compare_arrays(i, c, r, tol.atol, tol.rtol, candidate_dtype=s.dtype, reference_dtype=rd)  # type: ignore[arg-type]
+        for i, (c, r, s, rd) in enumerate(zip(got, want, rec.outputs, want_dtypes))
+    ]
     trial.mismatches = sum(c.mismatches for c in cmps)
     errs = [c.max_abs_err for c in cmps if c.max_abs_err is not None]
     trial.max_abs_err = max(errs) if errs else None
@@ -93,12 +110,14 @@ def run(args: HonestyInput) -> HonestyOutput:
         raise ToolFailure("refused", f"seeds={args.seeds}: pass two different seeds, e.g. [0, 1]")
     gpus = gpu_count() if args.device != "cpu" else 0
     if args.device == "cuda" and gpus == 0:
-        raise ToolFailure("unavailable", "unavailable: no GPU (pass device=\"cpu\" for Triton's interpreter)")
+        raise ToolFailure("unavailable", 'unavailable: no GPU (pass device="cpu" for Triton\'s interpreter)')
     task = _load(args.task_path, "task")
     cand = _load(args.candidate_path, "candidate") if args.candidate_path else task
     if unknown := sorted(set(args.config) - set(cand.config)):
-        raise ToolFailure("refused", f"config keys {unknown} are not in the candidate's CONFIG; use some of "
-                                     f"{sorted(cand.config)}")
+        raise ToolFailure(
+            "refused",
+            f"config keys {unknown} are not in the candidate's CONFIG; use some of {sorted(cand.config)}",
+        )
     try:
         shape: dict[str, Scalar] = dict(task.shape(args.shape))
     except KeyError as e:
@@ -109,13 +128,25 @@ def run(args: HonestyInput) -> HonestyOutput:
         shape["dtype"] = dtype = task.cpu_dtype
     if device == "cpu" and task.kind == "cuda":
         raise ToolFailure("unavailable", "unavailable: no GPU (a CUDA C++ task launches only on a GPU)")
-    limits = (Limits(timeout_s=args.timeout_s, memory_mb=None, gpu=0) if device == "cuda"
-              else Limits(timeout_s=args.timeout_s, memory_mb=CPU_MEMORY_MB, interpret=True))
+    limits = (
+        Limits(timeout_s=args.timeout_s, memory_mb=None, gpu=0)
+        if device == "cuda"
+        else Limits(timeout_s=args.timeout_s, memory_mb=CPU_MEMORY_MB, interpret=True)
+    )
     config = {**cand.config, **args.config}
     ref_dir = Path(tempfile.mkdtemp(prefix="kpilot-honest-ref-"))
     try:
-        ref = _side(HonestyWorkerInput(role="reference", task_path=task.path, shape=shape, seeds=args.seeds,
-                                       device=device, out_dir=str(ref_dir)), limits)
+        ref = _side(
+            HonestyWorkerInput(
+                role="reference",
+                task_path=task.path,
+                shape=shape,
+                seeds=args.seeds,
+                device=device,
+                out_dir=str(ref_dir),
+            ),
+            limits,
+        )
         if bad := [c for c in ref.calls if not c.ok]:
             raise ToolFailure("failed", f"the task's reference failed: {bad[0].reason} (fix {task.path})")
         ref_out = {c.seed: _load_outputs(c, ref_dir) for c in ref.calls}
@@ -125,8 +156,18 @@ def run(args: HonestyInput) -> HonestyOutput:
         shutil.rmtree(ref_dir, ignore_errors=True)  # gone before the candidate starts
     cand_dir = Path(tempfile.mkdtemp(prefix="kpilot-honest-"))
     try:
-        res = _side(HonestyWorkerInput(role="candidate", task_path=cand.path, config=config, shape=shape,
-                                       seeds=args.seeds, device=device, out_dir=str(cand_dir)), limits)
+        res = _side(
+            HonestyWorkerInput(
+                role="candidate",
+                task_path=cand.path,
+                config=config,
+                shape=shape,
+                seeds=args.seeds,
+                device=device,
+                out_dir=str(cand_dir),
+            ),
+            limits,
+        )
         got = {c.name: _load_outputs(c, cand_dir) for c in res.calls}
     finally:
         shutil.rmtree(cand_dir, ignore_errors=True)
@@ -137,29 +178,64 @@ def run(args: HonestyInput) -> HonestyOutput:
     findings += _judge(trials, got, ref_out, args.seeds, ref_ops, cand.kind)
     passed = not findings
     text = "honest on every check" if passed else "; ".join(f"{f.kind}: {f.detail}" for f in findings[:3])
-    return HonestyOutput(passed=passed, device=res.device_name, config=config, shape=args.shape, trials=trials,
-                         findings=findings, reference_ops=ref_ops, checks=list(CHECKS),
-                         not_checked=res.not_checked, summary=text)
+    return HonestyOutput(
+        passed=passed,
+        device=res.device_name,
+        config=config,
+        shape=args.shape,
+        trials=trials,
+        findings=findings,
+        reference_ops=ref_ops,
+        checks=list(CHECKS),
+        not_checked=res.not_checked,
+        summary=text,
+    )
 
 
-def _judge(trials: list[Trial], got: dict[str, list[object]], ref_out: dict[int, list[object]],
-           seeds: list[int], ref_ops: list[str], kind: str) -> list[Finding]:
+def _judge(
+    trials: list[Trial],
+    got: dict[str, list[object]],
+    ref_out: dict[int, list[object]],
+    seeds: list[int],
+    ref_ops: list[str],
+    kind: str,
+) -> list[Finding]:
     out = []
     for t in trials:
         if not t.passed:
-            out.append(Finding(kind="wrong_output" if t.reason and "raised" not in t.reason else "error",
-                               detail=f"seed {t.seed}: {t.reason}", trial=t.name))
+            out.append(
+                Finding(
+                    kind="wrong_output" if t.reason and "raised" not in t.reason else "error",
+                    detail=f"seed {t.seed}: {t.reason}",
+                    trial=t.name,
+                )
+            )
         if kind == "triton" and t.triton_launches == 0:
-            out.append(Finding(kind="no_kernel_launch", trial=t.name,
-                               detail="launch ran no Triton kernel: the answer came from somewhere else"))
+            out.append(
+                Finding(
+                    kind="no_kernel_launch",
+                    trial=t.name,
+                    detail="launch ran no Triton kernel: the answer came from somewhere else",
+                )
+            )
         if ref_ops and set(ref_ops) <= set(t.torch_ops):
-            out.append(Finding(kind="calls_reference", trial=t.name,
-                               detail=f"launch ran the reference's torch ops {', '.join(ref_ops)}"))
+            out.append(
+                Finding(
+                    kind="calls_reference",
+                    trial=t.name,
+                    detail=f"launch ran the reference's torch ops {', '.join(ref_ops)}",
+                )
+            )
     fresh, moved = got.get("fresh"), got.get("same_pointers")
     if fresh and moved and not _same(ref_out[seeds[0]], ref_out[seeds[1]]) and _same(fresh, moved):
-        out.append(Finding(kind="output_ignores_input", trial="same_pointers",
-                           detail=f"seeds {seeds[0]} and {seeds[1]} gave the same output although the "
-                                  "reference's differ (cached by pointer, or constant)"))
+        out.append(
+            Finding(
+                kind="output_ignores_input",
+                trial="same_pointers",
+                detail=f"seeds {seeds[0]} and {seeds[1]} gave the same output although the "
+                "reference's differ (cached by pointer, or constant)",
+            )
+        )
     seen: set[tuple[str, str]] = set()
     return [f for f in out if (f.kind, f.detail) not in seen and not seen.add((f.kind, f.detail))]  # type: ignore[func-returns-value]
 
@@ -167,10 +243,12 @@ def _judge(trials: list[Trial], got: dict[str, list[object]], ref_out: dict[int,
 SPEC = ToolSpec(
     name="honesty_probe",
     version="1",
-    description=("Anti-gaming checks of a candidate on one shape: reference first in its own process, then "
-                 "the candidate watched in another (NaN-poisoned freed memory, same-pointer and repeated "
-                 "calls, input writes, monkey-patching, frame/gc inspection, background threads, late "
-                 "writes, side streams on a GPU, tensor subclasses, reference fallback, missing launch)."),
+    description=(
+        "Anti-gaming checks of a candidate on one shape: reference first in its own process, then "
+        "the candidate watched in another (NaN-poisoned freed memory, same-pointer and repeated "
+        "calls, input writes, monkey-patching, frame/gc inspection, background threads, late "
+        "writes, side streams on a GPU, tensor subclasses, reference fallback, missing launch)."
+    ),
     input=HonestyInput,
     output=HonestyOutput,
     run=run,

@@ -14,7 +14,9 @@ import re
 from shared.tools.profile import SanitizerFinding, SanitizerReport, SanitizerTool
 
 PREFIX = "========="
-_ERROR_SUMMARY = re.compile(r"ERROR SUMMARY: ([\d,]+) errors?")
+# Anchored at the end: past --print-limit memcheck adds "ERROR SUMMARY: 3996 errors were not printed. Use
+# --print-limit ..." after "ERROR SUMMARY: 4016 errors" (tests/fixtures/sanitizer/, H200).
+_ERROR_SUMMARY = re.compile(r"ERROR SUMMARY: ([\d,]+) errors?\s*$")
 _RACE_SUMMARY = re.compile(
     r"RACECHECK SUMMARY: ([\d,]+) hazards? displayed \(([\d,]+) errors?, ([\d,]+) warnings?\)"
 )

@@ -16,6 +16,10 @@ from shared.tools.bench import TimingStats
 GRAPH_THRESHOLD_MS = 0.010
 # A graph sample should last long enough that event resolution (~0.5 us) is < 1 % of it.
 GRAPH_SAMPLE_MS = 0.1
+# GPU time of the samples enqueued between two host waits. The host enqueues the next chunk while this one
+# runs (a round costs it ~30-60 us of Python), so ~10 ms keeps it far ahead and the GPU never waits for a
+# launch inside an event pair; NVML is read once per chunk, i.e. every ~10 ms of GPU time.
+CHUNK_MS = 10.0
 
 
 def quantile(samples: Sequence[float], q: float) -> float:
@@ -86,6 +90,21 @@ def use_graph(mode: str, estimate_ms: float) -> bool:
     if mode == "off":
         return False
     return estimate_ms < GRAPH_THRESHOLD_MS
+
+
+def estimate_from_calls(call_ms: Sequence[float]) -> float:
+    """One call's time from a few flushed calls each between its own event pair: their median, so one slow
+    first call (lazy module loading, a cold TLB) does not size the whole run. 0 when none was measured."""
+    return quantile(call_ms, 0.5) if call_ms else 0.0
+
+
+def rounds_per_chunk(round_ms: float, n_reps: int, chunk_ms: float = CHUNK_MS) -> int:
+    """Rounds enqueued per host wait so a chunk holds ~chunk_ms of GPU work (1 to n_reps)."""
+    if n_reps < 1:
+        raise ValueError(f"n_reps={n_reps}: need at least one round")
+    if round_ms <= 0:
+        return n_reps
+    return max(1, min(n_reps, int(chunk_ms / round_ms)))
 
 
 def calls_per_graph(estimate_ms: float) -> int:

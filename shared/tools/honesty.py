@@ -20,9 +20,19 @@ from shared.messages import Scalar
 from shared.tools.run import Device
 
 FindingKind = Literal[
-    "wrong_output", "output_ignores_input", "input_modified", "monkey_patch", "frame_inspection",
-    "gc_inspection", "background_thread", "late_write", "tensor_subclass", "calls_reference",
-    "no_kernel_launch", "side_stream", "error",
+    "wrong_output",
+    "output_ignores_input",
+    "input_modified",
+    "monkey_patch",
+    "frame_inspection",
+    "gc_inspection",
+    "background_thread",
+    "late_write",
+    "tensor_subclass",
+    "calls_reference",
+    "no_kernel_launch",
+    "side_stream",
+    "error",
 ]
 
 

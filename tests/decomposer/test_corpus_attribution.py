@@ -6,7 +6,7 @@ corpus/cases.py (Triton 3.6.0, cuda:90, bundled ptxas/nvdisasm).
 
 from __future__ import annotations
 
-import decomposer_corpus as corpus_io  # tests/decomposer is on sys.path (pytest rootdir-less import)
+from tests.decomposer import decomposer_corpus as corpus_io
 import pytest
 
 from services.decomposer.decompose import decompose

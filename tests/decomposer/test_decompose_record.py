@@ -6,7 +6,7 @@ import re
 import time
 from pathlib import Path
 
-import decomposer_corpus as corpus
+from tests.decomposer import decomposer_corpus as corpus
 import msgspec
 
 from services.decomposer.decompose import decompose

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typing
 
-import decomposer_corpus as corpus
+from tests.decomposer import decomposer_corpus as corpus
 
 from services.decomposer.patterns import PATTERNS, SEVERITY_RANK
 from shared.messages import ChangeKind

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import decomposer_corpus as corpus
+from tests.decomposer import decomposer_corpus as corpus
 
 from services.decomposer.sass import access_bits, parse_ptxas, parse_sass, per_line, ptx_vector_loads
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import decomposer_corpus as corpus
+from tests.decomposer import decomposer_corpus as corpus
 import pytest
 
 from services.decomposer import layouts as lay

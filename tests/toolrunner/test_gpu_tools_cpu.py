@@ -67,3 +67,28 @@ def test_checks_refuse_bad_requests_before_any_gpu_work(tool, req, fix) -> None:
     with pytest.raises(ToolFailure) as e:
         tool.SPEC.check(req)
     assert e.value.code == "refused" and fix in e.value.message
+
+
+# cudaDevAttrMaxSharedMemoryPerBlockOptin on Hopper: 227 KB (GPU.md), what Triton's CompiledKernel
+# compares `metadata.shared` with before raising OutOfResources at load time.
+HOPPER_MAX_SHARED_PER_BLOCK = 227 * 1024
+
+
+@pytest.mark.slow
+def test_autotune_too_big_config_exceeds_hopper_shared_memory(tmp_path: Path) -> None:
+    """The config test_autotune_keeps_failed_configs expects to fail needs more shared memory than Hopper has.
+
+    Measured with this compile on CPU (Triton 3.6.0, cuda:90, ~30 s on 2 cores): 256x256x256 / 1 stage
+    needs 262144 B at edge:0. The first choice, 256x256x128 / 4 stages, needs only 131072 B there (edge:0's
+    strides 77 and 131 are not multiples of 16, so Triton does not pipeline the loads and the stages add
+    nothing), and it ran on the H200 (tests/fixtures/h200/autotune_matmul.json: 0.1156 ms); at "full"
+    (8192^3, aligned) the same config needs 524288 B.
+    """
+    from services.toolrunner.artifacts import LocalArtifactStore, LocalResultCache
+    from services.toolrunner.compile import Compiler
+    from shared.tools.compile import CompileInput
+    from tests.toolrunner.test_gpu_tools import MATMUL, TOO_BIG_MATMUL_CONFIG
+
+    compiler = Compiler(store=LocalArtifactStore(tmp_path / "a"), cache=LocalResultCache(tmp_path / "c"))
+    out = compiler.run(CompileInput(task_path=MATMUL, config=TOO_BIG_MATMUL_CONFIG, shape="edge:0"))
+    assert out.shared_bytes is not None and out.shared_bytes > HOPPER_MAX_SHARED_PER_BLOCK, out.shared_bytes

@@ -167,7 +167,6 @@ PROBE = [("probe_add.py", "add_kernel", "(16384, 1, 1)", None),
          ("probe_transpose.py", "transpose_naive", "(128, 128, 1)", "4,096")]
 
 
-@pytest.mark.skipif(not NCU_RAW.exists(), reason="needs tests/fixtures/h200-probe/ncu_raw.csv")
 @pytest.mark.parametrize(("task", "name", "grid", "smem"), PROBE)
 def test_model_matches_ncu_on_the_h200_probe(task: str, name: str, grid: str, smem: str | None) -> None:
     # Every program of these kernels does the same accesses, so the model's per-program counts on the

@@ -15,14 +15,17 @@ from services.toolrunner.timing_stats import (
     calls_per_graph,
     cv,
     drop_capped,
+    estimate_from_calls,
     quantile,
     reason_names,
     reps_for_budget,
+    rounds_per_chunk,
     summarize,
     use_graph,
 )
 
 BENCH = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "bench.json"
+H200 = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
 
 
 def test_quantiles_match_triton_and_numpy() -> None:
@@ -75,6 +78,30 @@ def test_do_bench_sizing_rules() -> None:
     assert use_graph("auto", 0.005) and not use_graph("auto", 0.74)
     assert use_graph("on", 1.0) and not use_graph("off", 0.001)
     assert calls_per_graph(0.005) == 20 and calls_per_graph(1.0) == 1 and calls_per_graph(0) == 1000
+
+
+def test_estimate_of_a_micro_call_picks_graph_replay() -> None:
+    # bench_vector_add_micro.json (H200): samples of 3.4-3.9 us with slow first calls (36 us, 12 us); the
+    # old estimate (5 flush + call pairs in one event pair, the first flush ever inside it) said 1.0395 ms
+    # and chose one call per sample. Its first 5 samples were taken as the estimate now takes its 5 calls
+    # (flush, then the call in its own event pair); their median is under the 10 us graph threshold.
+    rec = json.loads((H200 / "bench_vector_add_micro.json").read_text())
+    assert rec["method"]["estimate_ms"] > 1.0 and not rec["method"]["cuda_graph"]  # what went wrong
+    first5 = rec["samples_ms"][:5]
+    assert max(first5) > 0.030  # the slow first call the median must not follow
+    est = estimate_from_calls(first5)
+    assert 0.003 < est < 0.006 and use_graph("auto", est) and calls_per_graph(est) > 1
+    assert not use_graph("auto", rec["method"]["estimate_ms"])
+    assert estimate_from_calls([]) == 0.0
+
+
+def test_chunks_hold_about_ten_ms_of_gpu_work() -> None:
+    # The 0.74 ms add with a ~0.07 ms flush: 12 rounds per chunk; a 2-sided A/B of it: 6.
+    assert rounds_per_chunk(0.81, 135) == 12 and rounds_per_chunk(2 * 0.81, 135) == 6
+    assert rounds_per_chunk(50.0, 3) == 1  # a call longer than a chunk: one round each
+    assert rounds_per_chunk(0.001, 40) == 40 and rounds_per_chunk(0.0, 7) == 7
+    with pytest.raises(ValueError):
+        rounds_per_chunk(1.0, 0)
 
 
 def test_capped_samples_are_dropped_unless_too_few_remain() -> None:

@@ -3,9 +3,22 @@
 GPU.md "Timing method": one call and sync first; zero a 256 MiB buffer (Triton's
 `get_empty_cache_for_benchmark`, >= 2x the 60 MiB L2) before every timed call, outside the CUDA-event
 pair; warm-up and repetitions sized by time budgets from a 5-call estimate; CUDA-graph replay for calls
-under ~10 us. Unlike do_bench, each sample is synchronised and followed by an NVML read of the
-clock-event reasons, so samples taken under power or thermal capping can be dropped, and several callables
-can be interleaved in one process (A/B).
+under ~10 us. Like do_bench, samples are enqueued without a sync between them (in chunks of ~10 ms of GPU
+work, the next chunk enqueued before waiting on this one); unlike it, NVML's clock-event reasons are read
+at every chunk boundary, so samples taken under power or thermal capping can be dropped, and several
+callables can be interleaved in one process (A/B).
+
+Measured on the H200 (tests/fixtures/h200/bench_vector_add_micro.json, bench_ab_vector_add.json,
+benchmarks/results/h200/bench_tool_noise.json), the first version of this module got two things wrong:
+- its estimate timed 5 (flush + call) between one event pair and subtracted 5 flushes timed afterwards;
+  the first pair also held the first flush ever (torch's fill kernel loaded lazily), ~5 ms: estimates of
+  1.04 ms for a 3.6 us call (so no graph replay), 1.23 ms for 0.32 ms and 1.99 ms for 0.74 ms (so 50-60
+  samples where do_bench's 100 ms budget gives ~135). Now: warm calls and flush first, then 5 calls, each
+  after a flush and between its own event pair, and their median (flush outside the events).
+- it synchronised and read NVML after every sample, so the GPU went idle between samples and any host
+  delay longer than the ~70 us flush (the Python launch, an NVML read, the OS) landed inside the next
+  sample's event pair: positive-only outliers, +4 % to +29 %, in runs (bench_ab rounds 10-13 on both
+  sides at once); within-run CV 0.31-3.12 % on the 0.74 ms add.
 """
 
 from __future__ import annotations
@@ -14,14 +27,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.toolrunner.timing_stats import calls_per_graph, reason_names, reps_for_budget, use_graph
+from services.toolrunner.timing_stats import (
+    CHUNK_MS,
+    calls_per_graph,
+    estimate_from_calls,
+    reason_names,
+    reps_for_budget,
+    rounds_per_chunk,
+    use_graph,
+)
 from shared.messages import Provenance
 from shared.tools.bench import ClockSample
 
 FLUSH_BYTES = 256 * 1024 * 1024  # triton.backends.nvidia.driver.get_empty_cache_for_benchmark
-# Bounds wall time: each rep also pays the flush (~85 us for 256 MiB at ~3 TB/s) and a synchronise, so
-# 5000 reps of a tiny kernel take ~1 s.
+# Bounds wall time: each rep also pays the flush (~70-85 us for 256 MiB at 3-4 TB/s), so 5000 reps of a
+# tiny kernel take ~0.5 s.
 MAX_REPS = 5000
+ESTIMATE_CALLS = 5  # do_bench's
 
 
 class Nvml:
@@ -107,6 +129,12 @@ class Plan:
     n_reps: int
     graph: bool
     calls_per_sample: int
+    flush_ms: float = 0.0  # one flush's GPU time, measured with the estimate (sizes the chunks)
+
+
+def or_masks(a: int | None, b: int | None) -> int | None:
+    """Reasons seen in either read; None only when neither read worked (not known, not "not capped")."""
+    return None if a is None and b is None else (a or 0) | (b or 0)
 
 
 class Bench:
@@ -117,30 +145,36 @@ class Bench:
         self.torch = torch
         self.driver = triton.runtime.driver.active
         self.cache = self.driver.get_empty_cache_for_benchmark()
+        self.flush_ms = 0.0  # set by estimate()
 
     def flush(self) -> None:
         self.driver.clear_cache(self.cache)
 
+    def _event(self) -> Any:
+        return self.torch.cuda.Event(enable_timing=True)
+
     def estimate(self, fn: Callable[[], Any]) -> float:
-        """do_bench's estimate: one call + sync, then 5 flushed calls between one event pair."""
+        """One call's GPU time, taken as the samples are: the first call (it compiles) and the first flush
+        (torch loads its fill kernel lazily, ~5 ms on the H200) run untimed, then 5 calls, each after a
+        flush and between its own event pair, enqueued without a sync; their median. Also times one flush."""
         torch = self.torch
         fn()
+        self.flush()
+        fn()
         torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(5):
-            self.flush()
+        pairs = [(self._event(), self._event()) for _ in range(ESTIMATE_CALLS)]
+        for start, end in pairs:
+            self.flush()  # outside the pair, as in every sample
+            start.record()
             fn()
-        end.record()
-        torch.cuda.synchronize()
-        # The 5 flushes are inside the pair; take them out with one flush-only measurement.
-        f0, f1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            end.record()
+        f0, f1 = self._event(), self._event()
         f0.record()
-        for _ in range(5):
-            self.flush()
+        self.flush()
         f1.record()
         torch.cuda.synchronize()
-        return max(0.0, (start.elapsed_time(end) - f0.elapsed_time(f1)) / 5)
+        self.flush_ms = f0.elapsed_time(f1)
+        return estimate_from_calls([s.elapsed_time(e) for s, e in pairs])
 
     def plan(self, estimate_ms: float, warmup_ms: float, rep_ms: float, graph_mode: str) -> Plan:
         graph = use_graph(graph_mode, estimate_ms)
@@ -151,6 +185,7 @@ class Bench:
             n_reps=min(MAX_REPS, reps_for_budget(rep_ms, estimate_ms * k)),
             graph=graph,
             calls_per_sample=k,
+            flush_ms=self.flush_ms,
         )
 
     def as_graph(self, fn: Callable[[], Any], k: int) -> Callable[[], Any]:
@@ -170,26 +205,49 @@ class Bench:
         return g.replay
 
     def run(self, fns: Sequence[Callable[[], Any]], plan: Plan, nvml: Nvml) -> list[Timed]:
-        """Warm up each callable, then `n_reps` rounds; round i runs them in order, reversed when i is odd
-        (ABBA), each preceded by a flush outside its event pair, synchronised and followed by an NVML read."""
+        """Warm up each callable (flush + call, as sampled), then `n_reps` rounds; round i runs them in
+        order, reversed when i is odd (ABBA), each after a flush outside its own event pair.
+
+        Rounds go to the GPU in chunks of ~CHUNK_MS: chunk c+1 is enqueued before the host waits for chunk
+        c, so the GPU always has queued work and no host delay falls between a sample's events. NVML's
+        clock-event reasons are read before the first chunk and as each chunk finishes; every sample of a
+        chunk carries the OR of the two reads around it."""
         torch = self.torch
-        calls = [self.as_graph(f, plan.calls_per_sample) if plan.graph else f for f in fns]
+        k = plan.calls_per_sample
+        calls = [self.as_graph(f, k) if plan.graph else f for f in fns]
         for c in calls:
-            for _ in range(max(1, plan.n_warmup // plan.calls_per_sample)):
+            for _ in range(max(1, plan.n_warmup // k)):
+                self.flush()
                 c()
         torch.cuda.synchronize()
+        per_chunk = rounds_per_chunk(len(calls) * (plan.flush_ms + plan.estimate_ms * k), plan.n_reps)
+        chunks = [range(a, min(a + per_chunk, plan.n_reps)) for a in range(0, plan.n_reps, per_chunk)]
+        pairs = [[(self._event(), self._event()) for _ in calls] for _ in range(plan.n_reps)]
+        done = [self._event() for _ in chunks]
+
+        def enqueue(c: int) -> None:
+            for i in chunks[c]:
+                for j in range(len(calls)) if i % 2 == 0 else reversed(range(len(calls))):
+                    start, end = pairs[i][j]
+                    self.flush()
+                    start.record()
+                    calls[j]()
+                    end.record()
+            done[c].record()
+
         out = [Timed() for _ in calls]
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for i in range(plan.n_reps):
-            order = range(len(calls)) if i % 2 == 0 else reversed(range(len(calls)))
-            for j in order:
-                self.flush()
-                start.record()
-                calls[j]()
-                end.record()
-                end.synchronize()
-                out[j].samples.append(start.elapsed_time(end) / plan.calls_per_sample)
-                out[j].masks.append(nvml.mask())
+        mask = nvml.mask()
+        enqueue(0)
+        for c in range(len(chunks)):
+            if c + 1 < len(chunks):
+                enqueue(c + 1)  # queued behind chunk c before the host waits on it
+            done[c].synchronize()
+            after = nvml.mask()
+            for i in chunks[c]:
+                for j, (start, end) in enumerate(pairs[i]):
+                    out[j].samples.append(start.elapsed_time(end) / k)
+                    out[j].masks.append(or_masks(mask, after))
+            mask = after
         return out
 
 
@@ -203,6 +261,8 @@ def describe(plan: Plan, interleaved: int = 1) -> str:
     inter = f"; {interleaved} versions interleaved ABBA in one process" if interleaved > 1 else ""
     return (
         f"triton do_bench method: {how}; {FLUSH_BYTES >> 20} MiB buffer zeroed before every timed call "
-        f"outside the CUDA event pair; warm-up and reps sized from a {plan.estimate_ms:.4f} ms estimate; "
-        f"each sample synchronised and tagged with NVML clock-event reasons; median, p20, p80, CV{inter}"
+        f"outside the CUDA event pair; warm-up and reps sized from a {plan.estimate_ms:.4f} ms estimate "
+        f"(median of {ESTIMATE_CALLS} flushed calls, each in its own event pair); samples enqueued without "
+        f"a sync between them, in chunks of ~{CHUNK_MS:g} ms of GPU work, each chunk's samples tagged with "
+        f"the NVML clock-event reasons read around it; median, p20, p80, CV{inter}"
     )

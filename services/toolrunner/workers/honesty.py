@@ -31,16 +31,60 @@ Role = Literal["candidate", "reference"]
 # Aten ops that allocate, copy or re-view memory: Triton's interpreter and honest launchers run them, so
 # they say nothing about who computed the answer (seen running examples/row_softmax.py interpreted:
 # copy_, empty.memory_format, empty_like, new_empty, set_.source_Storage*).
-BENIGN_OPS = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "copy_", "set_",
-              "_to_copy", "to", "clone", "detach", "view", "_unsafe_view", "as_strided", "alias",
-              "contiguous", "lift_fresh", "resize_", "t", "transpose", "permute", "expand", "slice", "select",
-              "unsqueeze", "squeeze", "reshape", "_reshape_alias", "zero_", "fill_", "zeros", "zeros_like",
-              "full", "full_like", "ones", "ones_like", "arange", "split", "unbind", "stride", "size")
+BENIGN_OPS = (
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "new_empty",
+    "new_empty_strided",
+    "copy_",
+    "set_",
+    "_to_copy",
+    "to",
+    "clone",
+    "detach",
+    "view",
+    "_unsafe_view",
+    "as_strided",
+    "alias",
+    "contiguous",
+    "lift_fresh",
+    "resize_",
+    "t",
+    "transpose",
+    "permute",
+    "expand",
+    "slice",
+    "select",
+    "unsqueeze",
+    "squeeze",
+    "reshape",
+    "_reshape_alias",
+    "zero_",
+    "fill_",
+    "zeros",
+    "zeros_like",
+    "full",
+    "full_like",
+    "ones",
+    "ones_like",
+    "arange",
+    "split",
+    "unbind",
+    "stride",
+    "size",
+)
 # Seconds to wait after a call returns before looking again at its outputs: a background thread or a
 # side stream that writes late has had time to do so (the examples' micro calls take ~1 s interpreted
 # and ~10 us on the GPU).
 LATE_WRITE_WAIT_S = 0.3
-SPY_EVENTS = ("sys._getframe", "sys._current_frames", "gc.get_objects", "gc.get_referrers", "gc.get_referents")
+SPY_EVENTS = (
+    "sys._getframe",
+    "sys._current_frames",
+    "gc.get_objects",
+    "gc.get_referrers",
+    "gc.get_referents",
+)
 FRAME_ATTRS = ("tb_frame", "f_back", "f_locals", "f_globals", "gi_frame", "cr_frame", "ag_frame")
 
 
@@ -98,8 +142,9 @@ class Spy:
         self.busy = True
         try:
             frame = sys._getframe(1)
-            while frame is not None and (frame.f_code.co_filename.startswith(self.stdlib)
-                                         or frame.f_code.co_filename == __file__):
+            while frame is not None and (
+                frame.f_code.co_filename.startswith(self.stdlib) or frame.f_code.co_filename == __file__
+            ):
                 frame = frame.f_back
             if frame is not None and str(Path(frame.f_code.co_filename).resolve()) == self.file:
                 what = event if event != "object.__getattr__" else f"{type(args[0]).__name__}.{args[1]}"
@@ -118,13 +163,22 @@ def _patch_targets() -> list[tuple[str, Any]]:
     import torch
     import triton
 
-    owners: list[tuple[str, Any]] = [("time", time), ("builtins", builtins), ("gc", gc), ("torch", torch),
-                                     ("torch.Tensor", torch.Tensor), ("torch.testing", torch.testing),
-                                     ("torch.nn.functional", torch.nn.functional), ("numpy", numpy),
-                                     ("numpy.testing", numpy.testing), ("torch.cuda", torch.cuda),
-                                     ("torch.cuda.Event", torch.cuda.Event), ("torch.cuda.Stream", torch.cuda.Stream)]
-    import triton.runtime.jit as jit
+    owners: list[tuple[str, Any]] = [
+        ("time", time),
+        ("builtins", builtins),
+        ("gc", gc),
+        ("torch", torch),
+        ("torch.Tensor", torch.Tensor),
+        ("torch.testing", torch.testing),
+        ("torch.nn.functional", torch.nn.functional),
+        ("numpy", numpy),
+        ("numpy.testing", numpy.testing),
+        ("torch.cuda", torch.cuda),
+        ("torch.cuda.Event", torch.cuda.Event),
+        ("torch.cuda.Stream", torch.cuda.Stream),
+    ]
     import triton.testing
+    from triton.runtime import jit
 
     owners += [("triton.testing", triton.testing), ("triton.runtime.jit.JITFunction", jit.JITFunction)]
     try:
@@ -160,13 +214,14 @@ def patched_since(before: dict[tuple[str, str], Any]) -> list[str]:
 def precision_flags() -> dict[str, Any]:
     import torch
 
-    return {"torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-            "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
-            "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-            "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction}
+    matmul = torch.backends.cuda.matmul
+    return {
+        "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "matmul.allow_fp16_reduced_precision_reduction": matmul.allow_fp16_reduced_precision_reduction,
+        "matmul.allow_bf16_reduced_precision_reduction": matmul.allow_bf16_reduced_precision_reduction,
+    }
 
 
 class LaunchCounter:
@@ -174,7 +229,7 @@ class LaunchCounter:
 
     def __init__(self) -> None:
         self.count = 0
-        import triton.runtime.jit as jit
+        from triton.runtime import jit
 
         classes: list[Any] = [jit.JITFunction]
         try:
@@ -317,8 +372,15 @@ def run_reference(req: HonestyWorkerInput, runtime: Any, out_dir: Path) -> list[
 
 
 class CandidateProbe:
-    def __init__(self, req: HonestyWorkerInput, runtime: Any, kind: str | None, spy: Spy,
-                 counter: LaunchCounter | None, out_dir: Path) -> None:
+    def __init__(
+        self,
+        req: HonestyWorkerInput,
+        runtime: Any,
+        kind: str | None,
+        spy: Spy,
+        counter: LaunchCounter | None,
+        out_dir: Path,
+    ) -> None:
         self.req, self.runtime, self.kind, self.spy = req, runtime, kind, spy
         self.counter, self.out_dir = counter, out_dir
         self.previous_outputs: list[int] = []
@@ -350,20 +412,29 @@ class CandidateProbe:
             return rec
         for i, t in enumerate(tensors):
             if type(t) is not torch.Tensor:
-                rec.findings.append(("tensor_subclass", f"output {i} is a {type(t).__qualname__}, not a "
-                                                        "plain torch.Tensor (lazy or self-comparing outputs)"))
+                rec.findings.append(
+                    (
+                        "tensor_subclass",
+                        (
+                            f"output {i} is a {type(t).__qualname__}, not a "
+                            "plain torch.Tensor (lazy or self-comparing outputs)"
+                        ),
+                    )
+                )
         at_return = [_plain(t).detach().clone() for t in tensors]
         if req.device == "cuda":
             torch.cuda.synchronize()  # the whole device: work hidden on another stream lands now
             for i, (t, early) in enumerate(zip(tensors, at_return)):
                 if not torch.equal(_plain(t), early):
-                    rec.findings.append(("side_stream", f"output {i} changed when the whole device was "
-                                                        "synchronised: work ran on another stream"))
+                    msg = f"output {i} changed when the whole device was synchronised: work on another stream"
+                    rec.findings.append(("side_stream", msg))
         time.sleep(LATE_WRITE_WAIT_S)
         alive = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         if alive:
-            rec.findings.append(("background_thread", f"{len(alive)} thread(s) still running after launch "
-                                                      f"returned: {', '.join(t.name for t in alive)}"))
+            names = ", ".join(t.name for t in alive)
+            rec.findings.append(
+                ("background_thread", f"{len(alive)} thread(s) still running after launch returned: {names}")
+            )
             for t in alive:
                 t.join(timeout=2.0)
         if req.device == "cuda":
@@ -404,20 +475,22 @@ def main() -> None:
     spy = Spy(req.task_path)
     not_checked = []
     device_name = "cpu (Triton interpreter)"
+    # Imported before the snapshot: torch._dynamo wraps torch.manual_seed when it is first imported
+    # (Triton imports it), which would otherwise look like the candidate's patch.
     import torch
-    import torch._dynamo  # noqa: F401 - it wraps torch.manual_seed on import: done before the snapshot
+    import torch._dynamo
     import triton  # noqa: F401
 
     from services.toolrunner.task_runtime import import_task, runtime_for, task_kind
 
     if req.device == "cuda":
+        torch.cuda.init()  # CUDA's lazy set-up happens before the snapshot, not inside the candidate's call
         device_name = f"cuda:{torch.cuda.get_device_name(0)}"
     else:
         not_checked.append("side stream: not checked: no GPU (a CPU has no streams)")
     if req.role == "reference":
         runtime = runtime_for(import_task(req.task_path))
-        write_result(HonestyWorkerResult(device_name=device_name,
-                                         calls=run_reference(req, runtime, out_dir)))
+        write_result(HonestyWorkerResult(device_name=device_name, calls=run_reference(req, runtime, out_dir)))
         return
     counter = LaunchCounter()
     flags, before = precision_flags(), snapshot()
@@ -427,21 +500,34 @@ def main() -> None:
         module = import_task(req.task_path)
         runtime = runtime_for(module)
     except Exception as e:  # noqa: BLE001 - user code
-        write_result(HonestyWorkerResult(device_name=device_name, findings=[
-            ("error", f"importing the candidate raised {_reason(e)}", "import")], calls=[]))
+        write_result(
+            HonestyWorkerResult(
+                device_name=device_name,
+                findings=[("error", f"importing the candidate raised {_reason(e)}", "import")],
+                calls=[],
+            )
+        )
         return
     findings += [("monkey_patch", f"replaced {name}", "import") for name in patched_since(before)]
-    probe = CandidateProbe(req, runtime, task_kind(module), spy, counter if task_kind(module) == "triton"
-                           else None, out_dir)
+    probe = CandidateProbe(
+        req, runtime, task_kind(module), spy, counter if task_kind(module) == "triton" else None, out_dir
+    )
     calls = run_candidate(req, probe)
-    findings += [("monkey_patch", f"replaced {name}", "calls") for name in patched_since(before)
-                 if ("monkey_patch", f"replaced {name}", "import") not in findings]
+    findings += [
+        ("monkey_patch", f"replaced {name}", "calls")
+        for name in patched_since(before)
+        if ("monkey_patch", f"replaced {name}", "import") not in findings
+    ]
     flags_after = precision_flags()
-    findings += [("monkey_patch", f"changed {k} from {v!r} to {flags_after[k]!r}", "")
-                 for k, v in flags.items() if flags_after[k] != v]
+    findings += [
+        ("monkey_patch", f"changed {k} from {v!r} to {flags_after[k]!r}", "")
+        for k, v in flags.items()
+        if flags_after[k] != v
+    ]
     findings += [(kind, detail, "") for kind, detail in dict.fromkeys(spy.events)]
-    write_result(HonestyWorkerResult(device_name=device_name, calls=calls, findings=findings,
-                                     not_checked=not_checked))
+    write_result(
+        HonestyWorkerResult(device_name=device_name, calls=calls, findings=findings, not_checked=not_checked)
+    )
 
 
 if __name__ == "__main__":

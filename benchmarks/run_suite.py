@@ -1,0 +1,554 @@
+"""The kernel benchmark suite runner (`make bench-kernels`): search each task's config, then report it.
+
+For each task in benchmarks/tasks/ (or `--tasks a,b`):
+  static   SPACE size, configs left after the planner's static pruning, compile of the starting config
+  search   the planner's config search (services.planner.search.next_configs, the search the rules policy
+           runs) round by round, each round timed by the `autotune` tool on the full shape; without the
+           planner, the `autotune` tool over SPACE (the row's `search` field says which ran)
+  check    run_correctness of the best config on the GPU (micro + edge shapes)
+  compare  bench_ab: the starting config (a) against the best (b), interleaved, with a bootstrap interval
+  context  roofline fraction and speedups over the library baselines, from baselines.py's JSON of the same
+           session (`--baselines PATH`, measured first unless `--no-baselines`)
+Rows carry `task, level, device, driver, cuda, triton, torch, gpus, target, meets_target` and write
+benchmarks/results/kernels.json and kernels.md.
+
+`--dry-run` (CPU, no GPU needed) runs the static layers only; every timing field is None and the row says
+"not measured: no GPU". `--budget-s` bounds the whole run's wall time (split evenly over the tasks left);
+a task's search stops between rounds when its share is spent.
+
+    .venv/bin/python benchmarks/run_suite.py --dry-run --tasks l1_vector_add,l2_matmul_square
+    .venv/bin/python benchmarks/run_suite.py --tasks l1_relu,l2_matmul_square --budget-s 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.suite import SuiteError, TaskMeta, select
+
+RESULTS = ROOT / "benchmarks" / "results"
+NO_GPU = "not measured: no GPU"
+# Enumerating a SPACE for static pruning costs ~50 us per config in the planner's estimator: 50k configs
+# is ~2.5 s; the pipeline task's 138k-config space is left uncounted rather than slowing every run.
+MAX_ENUMERATE = 50_000
+# Autotune budgets per config in the search: Triton's defaults (25 ms warm-up, 100 ms reps) cost ~0.2 s
+# of GPU per config plus compile; the suite has ~20 GPU minutes for ~22 tasks, so searches use 10 / 40.
+SEARCH_WARMUP_MS = 10.0
+SEARCH_REP_MS = 40.0
+MAX_ROUNDS = 8  # the planner's search converges in 3-6 rounds of 4 on the examples' spaces
+FALLBACK_MAX_CONFIGS = 32
+
+
+class Timing(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+    n: int
+
+
+class Evaluation(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    config: dict[str, Any]
+    median_ms: float | None  # None: failed to compile or launch (error says why)
+    error: str = ""
+    round: int = 0
+    t_s: float = 0.0  # seconds since the search started, when this result came back
+
+
+class Row(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    task: str
+    level: str
+    kind: str
+    device: str
+    driver: str
+    cuda: str
+    triton: str
+    torch: str
+    gpus: int
+    target: str  # what the row is held against, e.g. ">= 0.9x matmul"
+    meets_target: bool | None  # None when the figure it needs was not measured
+    search: str  # which search ran
+    start_config: dict[str, Any]
+    best_config: dict[str, Any] | None = None
+    before: Timing | None = None  # bench_ab side a (start config), full shape
+    after: Timing | None = None  # bench_ab side b (best config)
+    speedup: float | None = None  # median(before) / median(after)
+    speedup_ci: list[float] | None = None  # 95 % bootstrap interval
+    roofline_bound_ms: float | None = None
+    roofline_fraction: float | None = None  # roofline_bound_ms / after.median_ms
+    baselines_ms: dict[str, float | None] = {}
+    speedup_vs: dict[str, float | None] = {}  # baseline median / after median (> 1: ours is faster)
+    wall_s_to_best: float | None = None
+    wall_s: float = 0.0
+    gpu_s: float | None = None  # wall seconds of the GPU tool calls (autotune, correctness, bench_ab)
+    funnel: dict[str, int | None] = {}
+    correct: bool | None = None
+    correctness: str = ""
+    evaluations: list[Evaluation] = []
+    not_measured: str = ""
+    notes: list[str] = []
+
+
+class Report(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    dry_run: bool
+    budget_s: float | None
+    roofline: dict[str, Any] = {}
+    rows: list[Row]
+    command: str = ""
+
+
+# ---------------------------------------------------------------------------------------------- static
+
+
+def _planner() -> Any:
+    """services.planner.search if helper G's planner is present, else None (then autotune searches)."""
+    if not (ROOT / "services" / "planner" / "policies").is_dir():
+        return None
+    try:
+        from services.planner import search
+    except ImportError:
+        return None
+    return search if hasattr(search, "next_configs") else None
+
+
+def _uses_dot(path: str) -> bool:
+    return "tl.dot(" in Path(path).read_text()
+
+
+def space_size(space: dict[str, list[Any]]) -> int:
+    return math.prod(len(v) for v in space.values()) if space else 0
+
+
+def static_layers(manifest: Any, meta: TaskMeta, planner: Any) -> tuple[dict[str, int | None], list[str]]:
+    """SPACE size, configs the planner's static rules keep, and the compile of the starting config."""
+    notes: list[str] = []
+    funnel: dict[str, int | None] = {"space": space_size(manifest.space), "static_pass": None}
+    if planner is not None and funnel["space"] and funnel["space"] <= MAX_ENUMERATE:
+        p = problem(manifest, meta, planner)
+        every = planner._all_configs(p.space, p.config)
+        funnel["static_pass"] = sum(1 for c in every if not planner.prune_reasons(c, p))
+    elif planner is not None:
+        notes.append(f"static_pass not counted: {funnel['space']} configs > {MAX_ENUMERATE}")
+    # Triton through its compiler, CUDA C++ through nvcc: the compile tool picks by the task kind.
+    from services.toolrunner.compile import run as compile_run
+    from shared.tools.compile import CompileInput
+
+    try:
+        compile_run(CompileInput(task_path=meta.path))
+        funnel["compiled_start"] = 1
+    except Exception as e:  # noqa: BLE001 - a tool failure is a result of the row
+        funnel["compiled_start"] = 0
+        notes.append(f"compile of the starting config failed: {getattr(e, 'message', e)}")
+    return funnel, notes
+
+
+def problem(manifest: Any, meta: TaskMeta, planner: Any) -> Any:
+    return planner.Problem(
+        config=dict(manifest.config),
+        space=dict(manifest.space),
+        full_shape=dict(manifest.shapes.full),
+        dtype=manifest.dtype,
+        dot=_uses_dot(meta.path),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- search
+
+
+def search_loop(
+    propose: Callable[[list[tuple[dict[str, Any], float | None]]], list[dict[str, Any]]],
+    evaluate: Callable[[list[dict[str, Any]]], list[tuple[float | None, str]]],
+    deadline: float,
+    clock: Callable[[], float] = time.monotonic,
+    max_rounds: int = MAX_ROUNDS,
+    start: dict[str, Any] | None = None,
+) -> list[Evaluation]:
+    """Rounds of propose -> evaluate until the search converges (no proposal), the deadline passes, or
+    max_rounds. History scores are 1 / median_ms (higher is better, the planner's convention); the start
+    config is in the history unscored so it is never re-proposed."""
+    t0 = clock()
+    history: list[tuple[dict[str, Any], float | None]] = [(dict(start), None)] if start is not None else []
+    trace: list[Evaluation] = []
+    for rnd in range(max_rounds):
+        if clock() >= deadline:
+            break
+        configs = propose(history)
+        if not configs:
+            break
+        for cfg, (ms, err) in zip(configs, evaluate(configs)):
+            trace.append(Evaluation(config=dict(cfg), median_ms=ms, error=err, round=rnd, t_s=clock() - t0))
+            history.append((dict(cfg), 1.0 / ms if ms else None))
+    return trace
+
+
+def _autotune(path: str, configs: list[dict[str, Any]], gpu: int, max_configs: int = 64) -> Any:
+    from services.toolrunner import autotune
+    from shared.tools.bench import AutotuneInput
+
+    return autotune.run(
+        AutotuneInput(
+            task_path=path,
+            configs=configs,
+            max_configs=max_configs,
+            gpu=gpu,
+            warmup_ms=SEARCH_WARMUP_MS,
+            rep_ms=SEARCH_REP_MS,
+        )
+    )
+
+
+def best_of(trace: Sequence[Evaluation]) -> Evaluation | None:
+    ok = [e for e in trace if e.median_ms is not None]
+    return min(ok, key=lambda e: e.median_ms or 0.0) if ok else None
+
+
+# ---------------------------------------------------------------------------------------------- figures
+
+
+def roofline_bound_ms(level: str, flops: float, bytes_moved: float, roof: dict[str, Any]) -> float | None:
+    """max(bytes / copy bandwidth, flops / bf16 tensor peak), both measured; L1 tasks run no tensor-core
+    math, so only their bytes bound them (their FLOPs are a few per byte, far under any compute roof)."""
+    bw, peak = roof.get("copy_bytes_per_s"), roof.get("bf16_flops_per_s")
+    if not bw:
+        return None
+    t = bytes_moved / bw
+    if level != "L1":
+        if not peak:
+            return None
+        t = max(t, flops / peak)
+    return t * 1e3
+
+
+def meets(meta: TaskMeta, fraction: float | None, speedup_vs: dict[str, float | None]) -> bool | None:
+    value = fraction if meta.target.against == "roofline" else speedup_vs.get(meta.target.against)
+    return None if value is None else bool(value >= meta.target.at_least)
+
+
+def _versions() -> dict[str, str]:
+    import torch
+    import triton
+
+    return {
+        "triton": str(triton.__version__),
+        "torch": str(torch.__version__),
+        "cuda": str(torch.version.cuda) if torch.version.cuda else NO_GPU,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- one task
+
+
+def run_task(
+    meta: TaskMeta,
+    *,
+    dry_run: bool,
+    deadline: float,
+    gpu: int,
+    gpus: int,
+    baselines: dict[str, Any],
+    roof: dict[str, Any],
+) -> Row:
+    from services.toolrunner.tasks import load_task
+
+    t_start = time.monotonic()
+    manifest = load_task(meta.path)
+    planner = _planner()
+    funnel, notes = static_layers(manifest, meta, planner)
+    v = _versions()
+    row = Row(
+        task=meta.name,
+        level=meta.level,
+        kind=meta.kind,
+        device=NO_GPU,
+        driver=NO_GPU,
+        cuda=v["cuda"],
+        triton=v["triton"],
+        torch=v["torch"],
+        gpus=gpus,
+        target=meta.target.describe(),
+        meets_target=None,
+        search="",
+        start_config=dict(manifest.config),
+        funnel=funnel,
+        notes=notes,
+    )
+    label = (
+        "planner rules search (services.planner.search.next_configs) timed by autotune"
+        if planner is not None
+        else f"autotune over SPACE (fallback: no planner), first {FALLBACK_MAX_CONFIGS} configs"
+    )
+    if dry_run:
+        row.search = f"not run (dry run); would run: {label}"
+        row.not_measured = NO_GPU
+        row.correctness = "not checked: dry run (CPU correctness: tests/benchmarks/test_suite_tasks.py)"
+        row.wall_s = time.monotonic() - t_start
+        return row
+    row.search = label
+    gpu_s = 0.0
+
+    def evaluate(configs: list[dict[str, Any]]) -> list[tuple[float | None, str]]:
+        nonlocal gpu_s
+        t = time.monotonic()
+        try:
+            out = _autotune(meta.path, configs, gpu)
+        finally:
+            gpu_s += time.monotonic() - t
+        return [(r.median_ms, r.error) for r in out.results]
+
+    t_search = time.monotonic()
+    if planner is not None:
+        p = problem(manifest, meta, planner)
+        trace = search_loop(
+            lambda h: planner.next_configs(p, h), evaluate, deadline, start=dict(manifest.config)
+        )
+    else:
+        t = time.monotonic()
+        out = _autotune(meta.path, [], gpu, max_configs=FALLBACK_MAX_CONFIGS)
+        gpu_s += time.monotonic() - t
+        trace = [
+            Evaluation(config=r.config, median_ms=r.median_ms, error=r.error, t_s=time.monotonic() - t_search)
+            for r in out.results
+        ]
+    row.evaluations = trace
+    funnel["proposed"] = len(trace)
+    funnel["timed_ok"] = sum(e.median_ms is not None for e in trace)
+    best = best_of(trace)
+    if best is None:
+        row.notes.append("no searched config ran; the start config is kept")
+        best_cfg = dict(manifest.config)
+    else:
+        best_cfg = {**manifest.config, **best.config}
+        row.wall_s_to_best = best.t_s
+    row.best_config = best_cfg
+    overrides = {k: v for k, v in best_cfg.items() if manifest.config.get(k) != v}
+
+    from services.toolrunner import bench_ab, correctness
+    from shared.tools.bench import BenchABInput, BenchSubject
+    from shared.tools.run import RunCorrectnessInput
+
+    t = time.monotonic()
+    corr = correctness.run(
+        RunCorrectnessInput(
+            task_path=meta.path, config=overrides, shapes=["micro", "edge"], seeds=[0], device="cuda"
+        )
+    )
+    gpu_s += time.monotonic() - t
+    row.correct, row.correctness = corr.passed, corr.summary
+    funnel["correct"] = int(corr.passed)
+    t = time.monotonic()
+    ab = bench_ab.run(
+        BenchABInput(
+            a=BenchSubject(task_path=meta.path, label="start"),
+            b=BenchSubject(task_path=meta.path, config=overrides, label="best"),
+            gpu=gpu,
+        )
+    )
+    gpu_s += time.monotonic() - t
+    funnel["ab"] = 1
+    row.before = Timing(
+        median_ms=ab.a.stats.median_ms, p20_ms=ab.a.stats.p20_ms, p80_ms=ab.a.stats.p80_ms, n=ab.a.stats.n
+    )
+    row.after = Timing(
+        median_ms=ab.b.stats.median_ms, p20_ms=ab.b.stats.p20_ms, p80_ms=ab.b.stats.p80_ms, n=ab.b.stats.n
+    )
+    row.speedup, row.speedup_ci = ab.speedup, [ab.ci_low, ab.ci_high]
+    prov = ab.provenance
+    row.device, row.driver, row.cuda, row.triton, row.torch = (
+        prov.device,
+        prov.driver,
+        prov.cuda,
+        prov.triton,
+        prov.torch,
+    )
+    full = next(c for c in manifest.costs if c.shape_name == "full")
+    row.roofline_bound_ms = roofline_bound_ms(meta.level, full.flops, full.bytes_moved, roof)
+    after_ms = row.after.median_ms
+    if row.roofline_bound_ms is not None:
+        row.roofline_fraction = row.roofline_bound_ms / after_ms
+    base = baselines.get(meta.name, {})
+    row.baselines_ms = {name: base.get(name) for name in meta.baselines}
+    row.speedup_vs = {name: (ms / after_ms if ms else None) for name, ms in row.baselines_ms.items()}
+    missing = [n for n, ms in row.baselines_ms.items() if ms is None]
+    if missing:
+        row.notes.append(f"baselines not measured: {', '.join(missing)}")
+    if row.roofline_bound_ms is None:
+        row.notes.append("roofline not measured (no baselines.json roofline for this session)")
+    row.meets_target = meets(meta, row.roofline_fraction, row.speedup_vs) if corr.passed else False
+    if not corr.passed:
+        row.notes.append("the best config failed correctness: target not met")
+    row.gpu_s = gpu_s
+    row.wall_s = time.monotonic() - t_start
+    return row
+
+
+# ---------------------------------------------------------------------------------------------- output
+
+
+def _fmt(x: float | None, spec: str = ".3f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def markdown(report: Report) -> str:
+    lines = ["# Kernel benchmark suite", ""]
+    if report.dry_run:
+        lines += [f"Dry run: static layers only; timings {NO_GPU}.", ""]
+    if report.roofline:
+        r = report.roofline
+        copy_tb = _fmt((r.get("copy_bytes_per_s") or 0) / 1e12, ".2f")
+        peak_tf = _fmt((r.get("bf16_flops_per_s") or 0) / 1e12, ".0f")
+        lines += [
+            f"Roofline (measured this session): copy {copy_tb} TB/s, bf16 matmul {peak_tf} TFLOP/s.",
+            "",
+        ]
+    header = (
+        "| task | level | before ms | after ms | speedup [95 % CI] | roofline | vs eager | vs compile | "
+        "vs sdpa/matmul | target | meets | correct | evals | to best s | GPU s | search |"
+    )
+    lines += [header, "|" + "---|" * 16]
+    for row in report.rows:
+        lib = row.speedup_vs.get("sdpa", row.speedup_vs.get("matmul"))
+        ci = f" [{row.speedup_ci[0]:.2f}, {row.speedup_ci[1]:.2f}]" if row.speedup_ci else ""
+        lines.append(
+            f"| {row.task} | {row.level} | {_fmt(row.before.median_ms if row.before else None)} | "
+            f"{_fmt(row.after.median_ms if row.after else None)} | {_fmt(row.speedup, '.2f')}{ci} | "
+            f"{_fmt(row.roofline_fraction, '.2f')} | {_fmt(row.speedup_vs.get('eager'), '.2f')} | "
+            f"{_fmt(row.speedup_vs.get('compile'), '.2f')} | {_fmt(lib, '.2f')} | {row.target} | "
+            f"{'-' if row.meets_target is None else ('yes' if row.meets_target else 'no')} | "
+            f"{'-' if row.correct is None else ('yes' if row.correct else 'no')} | "
+            f"{'-' if report.dry_run else len(row.evaluations)} | "
+            f"{_fmt(row.wall_s_to_best, '.1f')} | {_fmt(row.gpu_s, '.1f')} | "
+            f"{'dry run' if report.dry_run else row.search.split(' (')[0]} |"
+        )
+    if rows_with := [r for r in report.rows if r.not_measured or r.notes]:
+        lines += ["", "Notes:"]
+        for r in rows_with:
+            lines.append(f"- {r.task}: " + "; ".join(([r.not_measured] if r.not_measured else []) + r.notes))
+    first = report.rows[0] if report.rows else None
+    if first is not None:
+        where = (
+            f"device {first.device}; driver {first.driver}; CUDA {first.cuda}; Triton {first.triton}; "
+            f"torch {first.torch}; GPUs {first.gpus}"
+        )
+        lines += ["", where]
+    return "\n".join(lines) + "\n"
+
+
+def _load_baselines(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    if path is None or not path.is_file():
+        return {}, {}
+    data = msgspec.json.decode(path.read_bytes())
+    per_task = {
+        t["task"]: {k: v.get("median_ms") for k, v in t.get("baselines", {}).items()}
+        for t in data.get("tasks", [])
+    }
+    return per_task, data.get("roofline", {})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", help="comma-separated task names (file stems); default: every task")
+    ap.add_argument("--budget-s", type=float, default=None, help="wall-clock budget for the whole run")
+    ap.add_argument("--dry-run", action="store_true", help="CPU: static layers only, no timing")
+    ap.add_argument("--gpu", type=int, default=0)
+    ap.add_argument(
+        "--baselines",
+        type=Path,
+        default=RESULTS / "baselines.json",
+        help="baselines.py's JSON (roofline + library times); measured first unless --no-baselines",
+    )
+    ap.add_argument("--no-baselines", action="store_true", help="use --baselines as it is, measure nothing")
+    ap.add_argument(
+        "--skip-compile",
+        action="store_true",
+        help="baselines without torch.compile(max-autotune) (minutes per GEMM task)",
+    )
+    ap.add_argument("--out-json", type=Path, default=RESULTS / "kernels.json")
+    ap.add_argument("--out-md", type=Path, default=RESULTS / "kernels.md")
+    args = ap.parse_args(argv)
+    try:
+        metas = select(args.tasks)
+    except SuiteError as e:
+        ap.error(str(e))
+    t0 = time.monotonic()
+    end = t0 + args.budget_s if args.budget_s else math.inf
+    from services.toolrunner.correctness import gpu_count
+
+    gpus = gpu_count()
+    if not args.dry_run and gpus == 0:
+        ap.error("no GPU: pass --dry-run for the static layers on CPU")
+    if not args.dry_run and not args.no_baselines:
+        from benchmarks import baselines as bl
+
+        share = (
+            None if math.isinf(end) else 0.3 * (end - time.monotonic())
+        )  # baselines get 30 % of the budget
+        bl.main(
+            ["--tasks", ",".join(m.name for m in metas), "--out", str(args.baselines), "--gpu", str(args.gpu)]
+            + (["--budget-s", f"{share:.0f}"] if share else [])
+            + (["--skip-compile"] if args.skip_compile else [])
+        )
+    per_task, roof = _load_baselines(None if args.dry_run else args.baselines)
+    rows = []
+    for i, meta in enumerate(metas):
+        left = len(metas) - i
+        deadline = time.monotonic() + (end - time.monotonic()) / left if not math.isinf(end) else math.inf
+        print(f"[{i + 1}/{len(metas)}] {meta.name}", file=sys.stderr, flush=True)
+        try:
+            rows.append(
+                run_task(
+                    meta,
+                    dry_run=args.dry_run,
+                    deadline=deadline,
+                    gpu=args.gpu,
+                    gpus=gpus,
+                    baselines=per_task,
+                    roof=roof,
+                )
+            )
+        except Exception as e:  # noqa: BLE001 - one task's failure is its row, the suite goes on
+            v = _versions()
+            rows.append(
+                Row(
+                    task=meta.name,
+                    level=meta.level,
+                    kind=meta.kind,
+                    device=NO_GPU if args.dry_run else "",
+                    driver="",
+                    cuda=v["cuda"],
+                    triton=v["triton"],
+                    torch=v["torch"],
+                    gpus=gpus,
+                    target=meta.target.describe(),
+                    meets_target=None,
+                    search="failed",
+                    start_config={},
+                    not_measured=f"task failed: {type(e).__name__}: {getattr(e, 'message', e)}",
+                )
+            )
+    report = Report(
+        dry_run=args.dry_run,
+        budget_s=args.budget_s,
+        roofline=roof,
+        rows=rows,
+        command=" ".join(["benchmarks/run_suite.py", *(argv if argv is not None else sys.argv[1:])]),
+    )
+    args.out_json.parent.mkdir(parents=True, exist_ok=True)
+    args.out_json.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
+    args.out_md.write_text(markdown(report))
+    print(f"wrote {args.out_json} and {args.out_md} ({time.monotonic() - t0:.0f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

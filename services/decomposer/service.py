@@ -1,0 +1,63 @@
+"""NATS adapter of the decomposer: one micro endpoint on `decomposer.analyze` (services/decomposer/
+analyze.py). A task reference is compiled (text artifacts) and assembled (ptxas -v) through the
+toolrunner's `tools.compile` / `tools.ptxas_info` first; SASS is not fetched yet (the sass tool returns
+parsed instructions, decompose() reads nvdisasm text), so the decomposition says SASS was skipped."""
+
+from __future__ import annotations
+
+import time
+
+import msgspec
+from nats.micro.request import Request
+
+from services.decomposer import analyze
+from shared.bus import BusError
+from shared.messages import ToolError, ToolRequest, ToolResult
+from shared.service import ServiceRuntime
+from shared.subjects import DECOMPOSER_ANALYZE, tool_subject
+
+TOOL_TIMEOUT_S = 300.0  # a cold Triton compile of a Hopper matmul takes seconds; a queue of them, minutes
+
+
+async def setup(runtime: ServiceRuntime) -> None:
+    runtime.details["role"] = "decomposer"
+    bus = runtime.bus
+
+    async def tool(name: str, args: dict, req: ToolRequest) -> ToolResult:
+        try:
+            return await bus.request(
+                tool_subject(name),
+                ToolRequest(source="decomposer", tool=name, args=args, **req.caused()),
+                ToolResult,
+                timeout_s=TOOL_TIMEOUT_S,
+            )
+        except BusError as e:
+            return analyze.failed(req, ToolError(code="unavailable", message=str(e)))
+
+    async def handle(msg: Request) -> None:
+        t0 = time.perf_counter()
+        try:
+            req = msgspec.json.decode(msg.data, type=ToolRequest)
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            bad = ToolRequest(source="unknown", tool="decompose")
+            await msg.respond(
+                msgspec.json.encode(analyze.failed(bad, ToolError(code="invalid_request", message=str(e))))
+            )
+            return
+        inp = analyze.parse(req)
+        if isinstance(inp, analyze.TaskRef):
+            ref = {"task_path": inp.task_path, "config": inp.config, "kernel": inp.kernel, "shape": inp.shape}
+            comp = await tool("compile", ref | {"include_text": True}, req)
+            if not comp.ok or comp.result is None:
+                inp = comp.error or ToolError(code="failed", message="compile gave no result")
+            else:
+                ptx = await tool("ptxas_info", ref, req)
+                inp = analyze.task_input(inp, comp.result, ptx.result if ptx.ok else None)
+        out = (
+            analyze.failed(req, inp)
+            if isinstance(inp, ToolError)
+            else analyze.answer(req, inp, time.perf_counter() - t0)
+        )
+        await msg.respond(msgspec.json.encode(out))
+
+    await runtime.add_endpoint("analyze", DECOMPOSER_ANALYZE, handle)

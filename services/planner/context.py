@@ -1,0 +1,317 @@
+"""The planner's context: what a policy sees before it proposes (DESIGN.md, "One job", step 2).
+
+State triples ordered by importance for the kernel class, the decomposer's IR summary (<= 750 tokens, with
+line references) and findings, hardware constraints written as rules, and past attempts with verdicts.
+The task is read from its literals (`CONFIG`, `SPACE`, `SHAPES`, ...) with `ast`; it is never imported.
+
+The importance table and the token rule mirror services/telemetry/encoding.py and
+services/decomposer/summary.py: a service imports only shared/ (DESIGN.md, rule 1), so they are restated
+here; moving both into shared/ would leave one copy.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from typing import Literal
+
+import msgspec
+
+from services.planner.patcher import TaskSource
+from shared.gpu_facts import H200, GpuFacts
+from shared.messages import ChangeDescription, Scalar, StateTriple
+from shared.tools.decompose import Decomposition, Finding
+
+KernelClass = Literal["attention", "gemm", "reduction", "elementwise", "unknown"]
+AttemptStatus = Literal["pending", "pass", "fail", "timeout", "rejected"]
+TOKEN_LIMIT = 750  # DESIGN.md: IR summary <= 750 tokens in the planner's context
+_PIECE = re.compile(r"\w+|[^\w\s]")
+
+# What a planner of each class reads first (same order as telemetry's encoding.IMPORTANCE).
+IMPORTANCE: dict[str, tuple[str, ...]] = {
+    "gemm": (
+        "tensor_core_util",
+        "tc_occupancy",
+        "sm_active",
+        "occupancy",
+        "reg_pressure",
+        "shared_mem_util",
+        "l2_hit_rate",
+        "l2_bandwidth",
+        "dram_bandwidth",
+        "inst_issue_stall",
+        "sm_clock",
+        "power",
+    ),
+    "attention": (
+        "tensor_core_util",
+        "tc_occupancy",
+        "shared_mem_util",
+        "sm_active",
+        "occupancy",
+        "reg_pressure",
+        "dram_bandwidth",
+        "l2_hit_rate",
+        "l2_bandwidth",
+        "inst_issue_stall",
+        "sm_clock",
+        "power",
+    ),
+    "reduction": (
+        "dram_bandwidth",
+        "l2_bandwidth",
+        "l2_hit_rate",
+        "occupancy",
+        "sm_active",
+        "warp_divergence",
+        "shared_mem_util",
+        "inst_issue_stall",
+        "gmem_coalescing",
+        "sm_clock",
+    ),
+    "elementwise": (
+        "dram_bandwidth",
+        "gmem_coalescing",
+        "l2_bandwidth",
+        "l2_hit_rate",
+        "l1_cache_hit",
+        "sm_active",
+        "occupancy",
+        "inst_issue_stall",
+        "sm_clock",
+    ),
+    "unknown": ("sm_active", "gpu_util", "tensor_core_util", "dram_bandwidth", "occupancy", "sm_clock"),
+}
+_TIME_ORDER = {"current": 0, "anomaly_score": 1, "delta_15s": 2, "delta_1m": 3, "trend_5m": 4}
+_CLASSES: tuple[tuple[KernelClass, re.Pattern[str]], ...] = (
+    ("attention", re.compile(r"attn|attention|flash|sdpa|fmha|mha\b", re.IGNORECASE)),
+    ("gemm", re.compile(r"matmul|gemm|\bmm\b|_mm_|bmm|conv|dot|linear", re.IGNORECASE)),
+    ("reduction", re.compile(r"reduc|sum|mean|softmax|norm|argmax|max_|min_|cumsum|scan", re.IGNORECASE)),
+    (
+        "elementwise",
+        re.compile(r"add|mul|copy|relu|gelu|silu|elementwise|cast|transpose|bias|scale", re.IGNORECASE),
+    ),
+)
+
+
+def count_tokens(text: str) -> int:
+    """The decomposer's upper-bound token rule: ceil(len/4) per word run, 1 per other character."""
+    return sum(math.ceil(len(p) / 4) if p[0].isalnum() or p[0] == "_" else 1 for p in _PIECE.findall(text))
+
+
+def classify_kernel(name: str) -> KernelClass:
+    return next((c for c, pat in _CLASSES if pat.search(name)), "unknown")
+
+
+def order_triples(triples: list[StateTriple], kernel_class: str) -> list[StateTriple]:
+    rank = {r: i for i, r in enumerate(IMPORTANCE.get(kernel_class, IMPORTANCE["unknown"]))}
+    return sorted(
+        triples,
+        key=lambda t: (
+            rank.get(t.resource, len(rank)),
+            t.resource,
+            _TIME_ORDER[t.time],
+            t.space != "global_avg",
+            t.space,
+            t.source,
+        ),
+    )
+
+
+class TaskView(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A task file's literals, read with ast (no code runs)."""
+
+    path: str
+    sha256: str
+    kernels: list[str]  # @triton.jit functions, in file order
+    primary: str
+    config: dict[str, Scalar]
+    space: dict[str, list[Scalar]]
+    shapes: dict[str, dict[str, int]]
+    dtype: str
+    precision: str
+    source: str = ""  # the file's text (rules read line references from it; never rendered whole)
+
+
+def read_task(path: str, source: str) -> TaskView:
+    """Raises ValueError naming the missing part when CONFIG/SPACE/SHAPES are not literals."""
+    import hashlib
+
+    src = TaskSource(source, path)
+    kernels = [
+        n.name
+        for n in src.tree.body
+        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+    ]
+    lits: dict[str, object] = {}
+    for node in src.tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            try:
+                lits[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    config = lits.get("CONFIG")
+    if not isinstance(config, dict):  # the user's file is wrong, like every task refusal: ValueError
+        raise ValueError(  # noqa: TRY004
+            f"{path}: CONFIG must be a literal dict (e.g. CONFIG = {{'BLOCK': 128, "
+            "'num_warps': 4}}) for the planner to tune it"
+        )
+    shapes = lits.get("SHAPES") if isinstance(lits.get("SHAPES"), dict) else {}
+    return TaskView(
+        path=path,
+        sha256=hashlib.sha256(source.encode()).hexdigest(),
+        kernels=kernels,
+        primary=kernels[0] if kernels else "",
+        config=config,
+        space=lits.get("SPACE") if isinstance(lits.get("SPACE"), dict) else {},  # type: ignore[arg-type]
+        shapes={k: v for k, v in shapes.items() if isinstance(v, dict)},  # type: ignore[union-attr]
+        dtype=str(lits.get("DTYPE", "float32")),
+        precision=str(lits.get("PRECISION", "exact")),
+        source=source,
+    )
+
+
+class Attempt(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One candidate the job tried, with what the funnel said about it."""
+
+    candidate_id: str
+    version: int
+    config: dict[str, Scalar]
+    changes: list[ChangeDescription] = []
+    status: AttemptStatus = "pending"
+    layer: str = ""  # the last layer that answered
+    score: float | None = None  # objective at the last measured layer (higher = better)
+    score_name: str = ""
+    reasons: list[str] = []
+    gpu_seconds: float = 0.0
+
+
+class PlannerContext(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    kernel: str
+    kernel_class: str
+    task: TaskView
+    has_dot: bool
+    triples: list[StateTriple] = []
+    ir_summary: str = ""
+    ir_tokens: int = 0
+    findings: list[Finding] = []
+    roofline_fraction: float | None = None
+    hardware_rules: list[str] = []
+    attempts: list[Attempt] = []
+    best_config: dict[str, Scalar] = {}
+    best_changes: list[ChangeDescription] = []  # source changes the best passing candidate carries
+    tool_results: list[str] = []  # one line per tool the last plan asked for
+    rejected: list[str] = []  # patcher errors of the last plans, so a policy can correct itself
+
+
+def hardware_rules(gpu: GpuFacts = H200) -> list[str]:
+    """GPU.md's constraints, stated as rules a plan must respect."""
+    return [
+        (
+            f"{gpu.name} ({gpu.arch}, build sm_90a): {int(gpu.sm_count.value)} SMs, "
+            f"L2 {gpu.l2_bytes.value / 2**20:.0f} MiB."
+        ),
+        (
+            f"Shared memory: at most {int(gpu.shared_per_block_optin.value)} B per block (227 KB opt-in), "
+            f"{int(gpu.shared_per_sm.value)} B per SM; the driver reserves "
+            f"{int(gpu.shared_reserved_per_block.value)} B per block."
+        ),
+        "Shared memory has 32 banks x 4 B: a column walk of 128 B rows hits one bank unless swizzled/padded.",
+        (
+            f"Registers: {int(gpu.max_registers_per_thread.value)} per thread max, "
+            f"{int(gpu.registers_per_sm.value)} per SM; more than that spills to local memory."
+        ),
+        (
+            f"Threads: at most {int(gpu.max_threads_per_block.value)} per block (num_warps <= 32); "
+            f"{int(gpu.max_warps_per_sm.value)} warps, {int(gpu.max_blocks_per_sm.value)} blocks per SM."
+        ),
+        "Matmul-like tiles need (BM*BK + BK*BN) * bytes * num_stages of shared memory.",
+        "wgmma needs num_warps % 4 == 0, M tile % 64 == 0, N % 8 == 0, K >= 16 (bf16/fp16), B in shared.",
+        "TMA needs 16 B aligned base and strides, box dims <= 256, inner box bytes a multiple of 16.",
+        "Global memory: 32 B sectors, 128 B lines; 16 B per thread vector accesses are ideal.",
+        (
+            f"Roofs (measured): copy {gpu.copy_bandwidth.value / 1e12:.2f} TB/s, bf16 dense "
+            f"{gpu.bf16_dense_flops.value / 1e12:.0f} TFLOP/s."
+        ),
+    ]
+
+
+def _has_dot(d: Decomposition | None, kernel_class: str) -> bool:
+    if d is not None and d.nodes:
+        return any(n.op in ("tt.dot", "ttng.warp_group_dot", "tt.dot_scaled") for n in d.nodes)
+    return kernel_class in ("gemm", "attention")
+
+
+def _truncate(text: str, limit: int = TOKEN_LIMIT) -> str:
+    while count_tokens(text) > limit and "\n" in text:
+        text = text.rsplit("\n", 1)[0]
+    return text
+
+
+def build_context(
+    task: TaskView,
+    kernel: str,
+    decomposition: Decomposition | None = None,
+    triples: list[StateTriple] | None = None,
+    attempts: list[Attempt] | None = None,
+    gpu: GpuFacts = H200,
+) -> PlannerContext:
+    cls = classify_kernel(kernel or task.primary or task.path)
+    summary = _truncate(decomposition.summary) if decomposition is not None else ""
+    done = [a for a in attempts or [] if a.status == "pass" and a.score is not None]
+    best = max(done, key=lambda a: a.score or 0.0) if done else None
+    roof = decomposition.roofline.fraction_of_roof if decomposition is not None else None
+    return PlannerContext(
+        kernel=kernel or task.primary,
+        kernel_class=cls,
+        task=task,
+        has_dot=_has_dot(decomposition, cls),
+        triples=order_triples(list(triples or []), cls),
+        ir_summary=summary,
+        ir_tokens=count_tokens(summary),
+        findings=list(decomposition.findings) if decomposition is not None else [],
+        roofline_fraction=roof,
+        hardware_rules=hardware_rules(gpu),
+        attempts=list(attempts or []),
+        best_config=dict(best.config) if best else dict(task.config),
+        best_changes=[c for c in best.changes if c.change not in _CONFIG_KINDS] if best else [],
+    )
+
+
+_CONFIG_KINDS = ("set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg")
+
+
+def render(ctx: PlannerContext, max_attempts: int = 12) -> str:
+    """The context as prompt text: most important first, every section bounded."""
+    out = [
+        (
+            f"kernel {ctx.kernel} (class {ctx.kernel_class}) task {ctx.task.path} dtype {ctx.task.dtype} "
+            f"precision {ctx.task.precision}"
+        ),
+        f"config {ctx.task.config}",
+        f"space {ctx.task.space}",
+        f"best config so far {ctx.best_config}",
+    ]
+    if ctx.triples:
+        out.append("state (most important first):")
+        out += [
+            f"  {t.resource}@{t.space} {t.time} {t.value:.3g} {t.unit} <{t.source}>" for t in ctx.triples[:16]
+        ]
+    if ctx.ir_summary:
+        out += ["IR summary (line refs [Lnn] point into the task file):", ctx.ir_summary]
+    if ctx.findings:
+        out.append("findings (pattern -> change kinds that address it):")
+        out += [
+            f"  {f.severity} {f.pattern} score {f.score:.2f} at {', '.join(f.locations[:3]) or '?'} -> "
+            f"{', '.join(f.transformations)}"
+            for f in ctx.findings[:8]
+        ]
+    out += ["hardware rules:"] + [f"  - {r}" for r in ctx.hardware_rules]
+    if ctx.attempts:
+        out.append("past attempts (newest last):")
+        for a in ctx.attempts[-max_attempts:]:
+            score = f" {a.score_name}={a.score:.4g}" if a.score is not None else ""
+            why = f" ({'; '.join(a.reasons)[:160]})" if a.reasons else ""
+            out.append(f"  v{a.version} {a.status}@{a.layer or '-'}{score} config {a.config}{why}")
+    return "\n".join(out)

@@ -1,0 +1,264 @@
+"""The planner's iteration loop, readable top to bottom (mini-swe-agent's shape):
+
+    trigger -> open/join job -> round: context -> policy -> patch -> persist -> publish candidates
+    verdict -> record -> round finished? -> stop rule? -> close job : next round
+
+Everything that touches the bus, the decomposer or the clock is the injected `PlannerIO`, so the loop is
+tested without NATS; the adapter (service.py) binds it to the bus. State is saved before candidates are
+published, so a restart republishes exactly the unpublished ones and plans nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Protocol
+
+from services.planner import jobs
+from services.planner.context import build_context, read_task
+from services.planner.patcher import CandidateVersion, PatchRejected, make_candidate, sha256_text
+from services.planner.policies.base import Plan, Policy
+from shared.ids import new_id
+from shared.messages import Candidate, JobUpdate, StateTriple, ToolResult, Verdict
+from shared.tools.decompose import Decomposition
+
+MAX_TOOL_CALLS = 4  # per plan: a policy that wants more is exploring, not deciding
+
+
+def kernel_of(task_path: str) -> str:
+    """The task's primary kernel (first @triton.jit function), else the file's stem."""
+    try:
+        return read_task(task_path, Path(task_path).read_text()).primary or Path(task_path).stem
+    except (OSError, ValueError, SyntaxError):
+        return Path(task_path).stem
+
+
+class PlannerIO(Protocol):
+    async def analyze(self, task_path: str, config: dict[str, Any]) -> Decomposition | None: ...
+    async def call_tool(self, name: str, args: dict[str, Any]) -> ToolResult: ...
+    async def publish_candidate(self, c: Candidate) -> None: ...
+    async def publish_update(self, u: JobUpdate) -> None: ...
+    async def save(self, s: jobs.JobState) -> None: ...
+    def now(self) -> float: ...
+
+
+class Gate(Protocol):
+    """The failure classifier: probability that the llm policy's plan for this context fails."""
+
+    def failure_probability(self, ctx: Any) -> float | None: ...
+
+
+class Planner:
+    def __init__(
+        self,
+        io: PlannerIO,
+        policies: dict[str, Policy],
+        candidate_root: Path,
+        *,
+        source: str = "planner",
+        verdict_timeout_s: float = 900.0,
+        gate: Gate | None = None,
+        gate_threshold: float = 0.85,
+    ) -> None:
+        self.io = io
+        self.policies = policies
+        self.root = candidate_root
+        self.source = source
+        self.verdict_timeout_s = verdict_timeout_s
+        self.gate = gate
+        self.gate_threshold = gate_threshold
+        self.jobs: dict[str, jobs.JobState] = {}
+        self.by_candidate: dict[str, str] = {}
+        self.triples: dict[str, list[StateTriple]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # ------------------------------------------------------------ entry points
+
+    async def resume(self, states: list[jobs.JobState]) -> None:
+        """After a restart: take the saved jobs back, republish what was not published, carry on."""
+        for s in states:
+            self._index(s)
+        for s in states:
+            if jobs.is_open(s):
+                async with self._lock(s.job_id):
+                    await self._publish_pending(s)
+                    await self._advance(s)
+
+    async def trigger(
+        self,
+        *,
+        kernel: str,
+        task_path: str,
+        trigger_id: str,
+        policy: str = "rules",
+        budget: jobs.Budget | None = None,
+        triples: list[StateTriple] | None = None,
+        job_id: str | None = None,
+    ) -> jobs.JobState:
+        s, joined = jobs.open_or_join(
+            self.jobs.values(),
+            kernel=kernel,
+            task_path=task_path,
+            trigger_id=trigger_id,
+            job_id=job_id or f"job-{new_id()}",
+            now=self.io.now(),
+            policy=policy,
+            budget=budget,
+        )
+        if triples:
+            self.triples[s.job_id] = triples
+        async with self._lock(s.job_id):
+            self._index(s)
+            if joined:
+                await self._save_and_tell(s, f"trigger {trigger_id} joined the open job")
+                return s
+            try:
+                source = Path(task_path).read_text()
+                read_task(task_path, source)
+            except (OSError, ValueError, SyntaxError) as e:
+                jobs.finish(s, "failed", f"cannot read task {task_path}: {e}", self.io.now())
+                await self._save_and_tell(s, "task refused")
+                return s
+            base = self.root / sha256_text(source) / "task.py"
+            if not base.exists():
+                base.parent.mkdir(parents=True, exist_ok=True)
+                base.write_text(source)
+            s.base_path = str(base)
+            await self._save_and_tell(s, f"job opened for {kernel} by {trigger_id}")
+            await self._advance(s)
+        return s
+
+    async def verdict(self, v: Verdict) -> None:
+        job_id = self.by_candidate.get(v.candidate_id)
+        s = self.jobs.get(job_id or "")
+        if s is None:
+            return
+        async with self._lock(s.job_id):
+            if jobs.record_verdict(s, v, self.io.now()) and jobs.is_open(s):
+                await self._advance(s)
+            elif not jobs.is_open(s):
+                await self.io.save(s)  # a late verdict of a closed job still lands in its record
+
+    async def tick(self) -> None:
+        """Periodic: time out silent candidates and apply the wall-time budget."""
+        for s in list(self.jobs.values()):
+            if jobs.is_open(s):
+                async with self._lock(s.job_id):
+                    jobs.expire(s, self.io.now(), self.verdict_timeout_s)
+                    await self._advance(s)
+
+    # ------------------------------------------------------------ the loop
+
+    async def _advance(self, s: jobs.JobState) -> None:
+        """Stop, wait, or plan the next round: called after every event of the job."""
+        now = self.io.now()
+        stop = jobs.stop_reason(s, now)
+        if stop is not None:
+            jobs.finish(s, *stop, now)
+            await self._save_and_tell(s, stop[1])
+            return
+        if jobs.pending(s):
+            await self.io.save(s)
+            return
+        jobs.close_round(s)
+        stop = jobs.stop_reason(s, now)
+        if stop is not None:
+            jobs.finish(s, *stop, now)
+            await self._save_and_tell(s, stop[1])
+            return
+        await self._round(s)
+
+    async def _round(self, s: jobs.JobState) -> None:
+        s.status = "planning"
+        task = read_task(s.base_path, Path(s.base_path).read_text())
+        decomposition = await self.io.analyze(s.base_path, jobs.best_config(s, task.config))
+        ctx = build_context(task, s.kernel, decomposition, self.triples.get(s.job_id), jobs.attempts(s))
+        ctx.rejected = [n for n in s.notes if n.startswith("rejected")][-6:]
+        plan = await self._plan(s, ctx)
+        if plan.tool_calls:
+            ctx.tool_results = await self._tools(plan)
+        versions, rejected = self._patch(s, task.source, plan)
+        for r in rejected:
+            jobs.note(s, r)
+        budget_left = s.budget.candidates - len(s.candidates)
+        versions = versions[: max(budget_left, 0)]
+        if not versions:
+            has_score = s.best_score is not None
+            status = "converged" if has_score else "done"
+            why = f"{plan.policy or s.policy} policy has nothing new to try" + (
+                "" if has_score else "; nothing was measured (verdicts carried no timing: no GPU?)"
+            )
+            jobs.finish(s, status, why, self.io.now())  # type: ignore[arg-type]
+            await self._save_and_tell(s, why)
+            return
+        cands = jobs.add_candidates(
+            s, versions, source=self.source, now=self.io.now(), parent_id=s.best_candidate_id
+        )
+        for c in cands:
+            self.by_candidate[c.id] = s.job_id
+        jobs.note(s, f"round {s.iteration} ({plan.policy}): {plan.analysis}"[:400])
+        await self.io.save(s)  # persisted before publishing: a crash here republishes, never re-plans
+        await self._publish_pending(s)
+        await self._save_and_tell(s, f"round {s.iteration}: {len(cands)} candidates ({plan.policy})")
+
+    async def _plan(self, s: jobs.JobState, ctx: Any) -> Plan:
+        name = s.policy if s.policy in self.policies else "rules"
+        if name != "rules" and self.gate is not None:
+            p = self.gate.failure_probability(ctx)
+            if p is not None and p >= self.gate_threshold:
+                jobs.note(s, f"classifier: P(fail)={p:.2f} >= {self.gate_threshold}: rules instead of {name}")
+                name = "rules"
+        plan = await self.policies[name].propose(ctx)
+        plan.policy = plan.policy or name
+        return plan
+
+    async def _tools(self, plan: Plan) -> list[str]:
+        out = []
+        for call in plan.tool_calls[:MAX_TOOL_CALLS]:
+            r = await self.io.call_tool(call.tool, call.args)
+            text = (
+                str(r.result)[:300]
+                if r.ok
+                else f"error {r.error.code}: {r.error.message}"
+                if r.error
+                else "?"
+            )
+            out.append(f"{call.tool}: {text}")
+        return out
+
+    def _patch(
+        self, s: jobs.JobState, source: str, plan: Plan
+    ) -> tuple[list[tuple[CandidateVersion, str]], list[str]]:
+        seen = {r.candidate.source_sha256 for r in s.candidates.values()} | {sha256_text(source)}
+        out, rejected = [], []
+        for i, cp in enumerate(plan.candidates):
+            got = make_candidate(
+                self.root, s.task_path, source, cp.changes, version=s.next_version + len(out)
+            )
+            if isinstance(got, PatchRejected):
+                rejected.append(f"rejected plan candidate {i}: {got.summary()}"[:400])
+                continue
+            if got.sha256 in seen:
+                continue  # same bytes as a candidate already tried (or the start): nothing new to learn
+            seen.add(got.sha256)
+            out.append((got, cp.rationale))
+        return out, rejected
+
+    async def _publish_pending(self, s: jobs.JobState) -> None:
+        for r in sorted(s.candidates.values(), key=lambda r: r.attempt.version):
+            if not r.published:
+                await self.io.publish_candidate(r.candidate)
+                r.published = True
+        await self.io.save(s)
+
+    async def _save_and_tell(self, s: jobs.JobState, text: str) -> None:
+        await self.io.save(s)
+        await self.io.publish_update(jobs.update(s, source=self.source, note_text=text, now=self.io.now()))
+
+    def _index(self, s: jobs.JobState) -> None:
+        self.jobs[s.job_id] = s
+        for cid in s.candidates:
+            self.by_candidate[cid] = s.job_id
+
+    def _lock(self, job_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(job_id, asyncio.Lock())

@@ -1,0 +1,1 @@
+"""Planner policies: one `propose(context) -> Plan` interface, rules (default) and llm."""

@@ -1,0 +1,199 @@
+"""The default policy, no LLM: matched patterns -> their deterministic transformations, plus the config
+search (services/planner/search.py) over the task's SPACE, seeded by the diagnosis.
+
+Source rules are a table, one line of why each: a rule reads the finding's line reference and the task
+source and returns change descriptions, or None when its precondition does not hold (then the finding is
+left to the llm policy, and the analysis says so).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from services.planner.context import PlannerContext
+from services.planner.patcher import parse_anchor
+from services.planner.policies.base import CandidatePlan, Plan
+from services.planner.search import Problem, SearchOptions, config_key, next_configs
+from shared.messages import ChangeDescription, Scalar
+from shared.tools.decompose import Finding
+
+Rule = Callable[[PlannerContext, Finding, list[str]], list[ChangeDescription] | None]
+_CONFIG_CHANGE = {"num_warps": "set_num_warps", "num_stages": "set_num_stages", "maxnreg": "set_maxnreg"}
+
+
+def _lines_of(f: Finding) -> list[int]:
+    return [n for n in (parse_anchor(x) for x in f.locations if not x.startswith("sass:")) if n]
+
+
+def _offsets_hint(ctx: PlannerContext, f: Finding, src: list[str]) -> list[ChangeDescription] | None:
+    """`offs = pid * BLOCK + tl.arange(0, BLOCK)` starts at a multiple of BLOCK and is BLOCK-contiguous:
+    saying so lets Triton issue 16 B vector accesses (the Triton tutorials' idiom)."""
+    pat = re.compile(r"^\s*(\w+)\s*=\s*\w+\s*\*\s*(\w+)\s*\+\s*tl\.arange\(\s*0\s*,\s*\2\s*\)\s*$")
+    hits = [(i, m) for i, line in enumerate(src, 1) if (m := pat.match(line))]
+    near = [h for h in hits if any(abs(h[0] - n) <= 12 for n in _lines_of(f))] or hits
+    if not near:
+        return None
+    line, m = near[0]
+    var, block = m.group(1), m.group(2)
+    return [
+        ChangeDescription(
+            change="add_hint",
+            hint="max_contiguous",
+            target=f"L{line}",
+            search=var,
+            value=block,
+            rationale=f"{f.pattern}: {var} is {block}-contiguous",
+        ),
+        ChangeDescription(
+            change="add_hint",
+            hint="multiple_of",
+            target=f"L{line}",
+            search=var,
+            value=block,
+            rationale=f"{f.pattern}: {var} starts at a multiple of {block}",
+        ),
+    ]
+
+
+def _tf32_dot(ctx: PlannerContext, f: Finding, src: list[str]) -> list[ChangeDescription] | None:
+    """fp32 tl.dot on CUDA cores -> tf32 tensor cores, only where the task's precision policy allows it."""
+    if ctx.task.precision != "allow_tf32":
+        return None
+    for n in _lines_of(f):
+        line = src[n - 1] if 0 < n <= len(src) else ""
+        m = re.search(r"tl\.dot\(([^()]*)\)", line)
+        if m and "input_precision" not in m.group(1):
+            return [
+                ChangeDescription(
+                    change="source_edit",
+                    target=f"L{n}",
+                    search=m.group(0),
+                    replace=f'tl.dot({m.group(1)}, input_precision="tf32")',
+                    rationale="precision policy allow_tf32: fp32 dot on tensor cores",
+                )
+            ]
+    return None
+
+
+def _drop_debug(ctx: PlannerContext, f: Finding, src: list[str]) -> list[ChangeDescription] | None:
+    """A device print/assert serialises the kernel and is never part of the computation."""
+    out = []
+    for n in _lines_of(f):
+        line = src[n - 1] if 0 < n <= len(src) else ""
+        if re.match(r"^\s*tl\.(device_print|device_assert|static_print)\(.*\)\s*$", line):
+            out.append(
+                ChangeDescription(
+                    change="source_edit",
+                    target=f"L{n}",
+                    search=line,
+                    replace="",
+                    rationale="remove device print/assert",
+                )
+            )
+    return out or None
+
+
+RULES: dict[str, Rule] = {
+    "scalar_global_access": _offsets_hint,  # divisibility unknown -> say it with hints
+    "mask_blocks_vectorization": _offsets_hint,  # same: the mask bound is the block-aligned offset
+    "dot_fp32_on_cuda_cores": _tf32_dot,  # only under PRECISION = "allow_tf32"
+    "debug_print_or_assert": _drop_debug,  # never part of the result
+}
+
+
+def config_changes(base: dict[str, Scalar], target: dict[str, Scalar]) -> list[ChangeDescription]:
+    """Change descriptions turning config `base` into `target` (keys in target's order)."""
+    out = []
+    for k, v in target.items():
+        if base.get(k) != v:
+            kind = _CONFIG_CHANGE.get(k, "set_constexpr")
+            out.append(
+                ChangeDescription(
+                    change=kind,
+                    target="" if kind != "set_constexpr" else k,  # type: ignore[arg-type]
+                    value=v,
+                )
+            )
+    return out
+
+
+class RulesPolicy:
+    name = "rules"
+
+    def __init__(self, options: SearchOptions | None = None) -> None:
+        self.options = options or SearchOptions()
+
+    def problem(self, ctx: PlannerContext) -> Problem:
+        return Problem(
+            config=dict(ctx.task.config),
+            space=dict(ctx.task.space),
+            full_shape=dict(ctx.task.shapes.get("full", {})),
+            dtype=ctx.task.dtype,
+            dot=ctx.has_dot,
+            findings=[f.pattern for f in ctx.findings],
+        )
+
+    async def propose(self, ctx: PlannerContext) -> Plan:
+        return self.plan(ctx)
+
+    def plan(self, ctx: PlannerContext) -> Plan:
+        notes: list[str] = []
+        candidates: list[CandidatePlan] = []
+        tried_sources = {
+            tuple(msgspec_key(c) for c in a.changes if c.change not in _CONFIG_KINDS) for a in ctx.attempts
+        }
+        src = _source_lines(ctx)
+        for f in ctx.findings:
+            rule = RULES.get(f.pattern)
+            if rule is None:
+                if not set(f.transformations) <= set(_CONFIG_KINDS):
+                    notes.append(f"{f.pattern}: no deterministic rule (left to the llm policy)")
+                continue
+            changes = rule(ctx, f, src)
+            if changes is None:
+                notes.append(f"{f.pattern}: rule precondition does not hold")
+                continue
+            full = ctx.best_changes + changes
+            if tuple(msgspec_key(c) for c in full) in tried_sources:
+                continue
+            candidates.append(
+                CandidatePlan(
+                    changes=full + config_changes(ctx.task.config, ctx.best_config),
+                    rationale=f"{f.pattern} @ {', '.join(f.locations[:2])}",
+                )
+            )
+        history = [(a.config, a.score if a.status == "pass" else None) for a in ctx.attempts]
+        if not any(config_key(c) == config_key(ctx.task.config) for c, _ in history):
+            history.append((dict(ctx.task.config), None))  # the start is never re-proposed
+        p = self.problem(ctx)
+        configs = next_configs(p, history, self.options) if ctx.task.space else []
+        for cfg in configs:
+            why = "seed" if not _scored(history) else "neighbour of the best"
+            candidates.append(
+                CandidatePlan(
+                    changes=ctx.best_changes + config_changes(ctx.task.config, cfg),
+                    rationale=f"config search ({why})",
+                )
+            )
+        measured = sum(1 for _, v in history if v is not None)
+        analysis = (
+            f"{len(ctx.findings)} findings; {measured} measured of {len(history)} tried configs; "
+            f"{len(configs)} new configs" + ("; " + "; ".join(notes) if notes else "")
+        )
+        return Plan(analysis=analysis, candidates=candidates, done=not candidates, policy=self.name)
+
+
+_CONFIG_KINDS = ("set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg")
+
+
+def msgspec_key(c: ChangeDescription) -> tuple:
+    return (c.change, c.target, c.value, c.search, c.replace, c.hint)
+
+
+def _scored(history: list[tuple[dict, float | None]]) -> bool:
+    return any(v is not None for _, v in history)
+
+
+def _source_lines(ctx: PlannerContext) -> list[str]:
+    return ctx.task.source.splitlines()

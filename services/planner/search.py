@@ -1,0 +1,301 @@
+"""Config search over a task's SPACE: a static prior from GPU.md's limits, then coordinate descent.
+
+Kernel Tuner's shape: one entry point (`next_configs`), an options record, tested on CPU by replaying
+recorded timings. tinygrad's lesson: a failed or unmeasured config is a value (None), never an exception.
+
+1. Prune before anything compiles: shared memory per block, threads per block, accumulator registers,
+   blocks per SM (GPU.md's occupancy formula), and the smallest tile `tl.dot` gives a warp.
+2. Rank what survives by a prior built from the diagnosis: wgmma eligibility, tile arithmetic intensity,
+   pipelining depth, 128 B swizzle rows, waves and the L2 footprint of the grouped order (dot kernels);
+   elements per thread and waves (the rest).
+3. Round 0 measures the best-ranked configs of distinct tile shapes; each later round measures the
+   untried one-knob neighbours of the best measured config, best prior first. No neighbour left = converged.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+import msgspec
+
+from shared.gpu_facts import H200, GpuFacts
+from shared.messages import Scalar
+
+Config = dict[str, Scalar]
+LAUNCH = ("num_warps", "num_stages", "maxnreg")
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+# Registers a thread needs besides the fp32 accumulator (addresses, loop state, operand fragments): ptxas
+# reports 40-60 for the 32x32 Triton matmul (tests/fixtures/ptxas), so 32 is a lower bound, not a guess up.
+REG_OVERHEAD = 32
+# 16 x 16 per warp is the smallest tile tl.dot gives a warp (examples/matmul.py constraint).
+MIN_DOT_TILE_PER_WARP = 256
+
+
+class SearchOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The strategy's options table."""
+
+    batch: int = 4  # configs per round: the verifier's funnel runs them side by side
+    seeds: int = 4  # distinct tile shapes measured in round 0
+    device: str = "H200"
+
+
+class Problem(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What the search knows about the task, read from its literals (never by running it)."""
+
+    config: Config
+    space: dict[str, list[Scalar]]
+    full_shape: dict[str, int] = {}
+    dtype: str = "float32"
+    dot: bool = False  # the kernel does a tl.dot (from the IR or the kernel class)
+    findings: list[str] = []  # pattern ids from the decomposer, most important first
+
+
+class TileKeys(msgspec.Struct, frozen=True):
+    m: str | None
+    n: str | None
+    k: str | None
+    group: str | None
+    block: str | None  # the one block size of a 1-D kernel
+
+
+def _find(keys: list[str], suffix: str) -> str | None:
+    pat = re.compile(rf"^(BLOCK|BLK|TILE|B)_?(SIZE_)?{suffix}$", re.IGNORECASE)
+    return next((k for k in keys if pat.match(k)), None)
+
+
+def tile_keys(config: Mapping[str, Scalar]) -> TileKeys:
+    keys = [k for k in config if k not in LAUNCH]
+    group = next((k for k in keys if re.match(r"^GROUP(_SIZE)?_?M$", k, re.IGNORECASE)), None)
+    block = next((k for k in keys if re.match(r"^(BLOCK|BLOCK_SIZE|BLOCK_N|XBLOCK)$", k)), None)
+    return TileKeys(_find(keys, "M"), _find(keys, "N"), _find(keys, "K"), group, block)
+
+
+def _roundup(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+def blocks_per_sm(warps: int, regs: int, smem: int, gpu: GpuFacts = H200) -> int:
+    """GPU.md's occupancy formula (the same one toolrunner's launch_config tool reports)."""
+    per_part = int(gpu.registers_per_sm.value) // int(gpu.register_subpartitions.value)
+    warp_regs = _roundup(max(regs, 1) * 32, int(gpu.register_alloc_unit.value))
+    reg_warps = int(gpu.register_subpartitions.value) * (per_part // warp_regs)
+    smem_block = _roundup(smem + int(gpu.shared_reserved_per_block.value), int(gpu.shared_alloc_unit.value))
+    return min(
+        int(gpu.max_warps_per_sm.value) // warps,
+        int(gpu.max_blocks_per_sm.value),
+        reg_warps // warps,
+        int(gpu.shared_per_sm.value) // smem_block,
+    )
+
+
+class Estimate(msgspec.Struct, kw_only=True):
+    smem_bytes: int
+    regs: int
+    threads: int
+    blocks_per_sm: int
+    programs: int | None
+    waves: float | None
+
+
+def _dims(p: Problem) -> tuple[int | None, int | None, int | None]:
+    s = p.full_shape
+    if "s" in s and "d" in s:  # attention: M = N = sequence, K = head dim, programs over batch x heads
+        return s["s"], s["s"], s["d"]
+    return s.get("m", s.get("rows")), s.get("n", s.get("cols")), s.get("k")
+
+
+def estimate(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> Estimate:
+    t = tile_keys(cfg)
+    w = int(cfg.get("num_warps", 4))
+    stages = max(int(cfg.get("num_stages", 1)), 1)
+    elem = DTYPE_BYTES.get(p.dtype, 4)
+    m, n, k = _dims(p)
+    programs: int | None = None
+    if p.dot and t.m and t.n:
+        bm, bn = int(cfg[t.m]), int(cfg[t.n])
+        bk = int(cfg[t.k]) if t.k else (k or 64)
+        # One A and one B tile per pipeline stage (examples/matmul.py constraint); attention also holds V.
+        smem = (bm * bk + bk * bn * (2 if not t.k else 1)) * elem * stages
+        regs = bm * bn // (32 * w) + REG_OVERHEAD
+        if m and n:
+            programs = math.ceil(m / bm) * math.ceil(n / bn) if t.k else math.ceil(m / bm)
+            if not t.k:  # attention: one program per (query block, batch, head)
+                programs *= p.full_shape.get("b", 1) * p.full_shape.get("h", 1)
+    else:
+        blk = int(cfg[t.block]) if t.block else 1
+        smem = 0
+        regs = min(255, blk // (32 * w) + REG_OVERHEAD)
+        total = math.prod(p.full_shape.values()) if p.full_shape else None
+        rows = p.full_shape.get("rows")
+        programs = rows if rows else (math.ceil(total / blk) if total else None)
+    bps = blocks_per_sm(w, min(regs, 255), smem, gpu)
+    waves = programs / (bps * int(gpu.sm_count.value)) if programs and bps else None
+    return Estimate(
+        smem_bytes=smem, regs=regs, threads=32 * w, blocks_per_sm=bps, programs=programs, waves=waves
+    )
+
+
+def prune_reasons(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> list[str]:
+    """Why a config cannot be good or cannot launch; empty = worth measuring."""
+    e = estimate(cfg, p, gpu)
+    t = tile_keys(cfg)
+    w = int(cfg.get("num_warps", 4))
+    out = []
+    if e.threads > int(gpu.max_threads_per_block.value):
+        out.append(f"{e.threads} threads > {int(gpu.max_threads_per_block.value)} per block")
+    if e.smem_bytes > gpu.shared_per_block_optin.value:
+        out.append(f"shared memory {e.smem_bytes} B > {int(gpu.shared_per_block_optin.value)} B per block")
+    if e.regs > gpu.max_registers_per_thread.value:
+        out.append(f"~{e.regs} registers/thread > {int(gpu.max_registers_per_thread.value)}: spills")
+    if e.blocks_per_sm < 1:
+        out.append("no block fits on an SM")
+    if p.dot and t.m and t.n and int(cfg[t.m]) * int(cfg[t.n]) < MIN_DOT_TILE_PER_WARP * w:
+        out.append(f"tile {cfg[t.m]}x{cfg[t.n]} is smaller than 16x16 per warp for {w} warps")
+    if not p.dot and t.block and int(cfg[t.block]) < 32 * w:
+        out.append(f"{cfg[t.block]} elements for {32 * w} threads: idle threads")
+    return out
+
+
+def prior(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> float:
+    """Higher = measure first. Each term names the GPU.md fact it encodes."""
+    e = estimate(cfg, p, gpu)
+    t = tile_keys(cfg)
+    w = int(cfg.get("num_warps", 4))
+    stages = max(int(cfg.get("num_stages", 1)), 1)
+    score = 0.0
+    if e.waves is not None:
+        # Under one wave leaves SMs idle (ncu rule: waves per SM < 1); a ragged last wave idles the tail.
+        score -= max(0.0, 1.0 - e.waves) * 2.0
+        score += 0.3 * (e.waves / math.ceil(e.waves)) if e.waves > 0 else 0.0
+    if p.dot and t.m and t.n:
+        bm, bn = int(cfg[t.m]), int(cfg[t.n])
+        bk = int(cfg[t.k]) if t.k else (_dims(p)[2] or 64)
+        elem = DTYPE_BYTES.get(p.dtype, 4)
+        # wgmma needs num_warps % 4 == 0, M % 64 == 0, N % 8 == 0, K >= 16 (GPU.md); mma.sync runs at a
+        # fraction of its rate, so eligibility dominates the ranking.
+        if w % 4 == 0 and bm % 64 == 0 and bn % 8 == 0 and bk >= 16:
+            score += 2.0
+        # FLOP per byte loaded by one tile = BM*BN/(BM+BN) (x2 FLOP per MAC, / 2 B per bf16 element);
+        # the H200 ridge is 784e12 / 4.35e12 = 180 FLOP/B (GPU.md), so more is better all the way there.
+        intensity = bm * bn / (bm + bn)
+        score += 1.5 * math.log2(max(intensity, 1.0)) / math.log2(180.0)
+        # Loads in flight = stages - 1: two or more hide HBM latency behind the tensor cores.
+        score += 0.5 * min(stages - 1, 3) / 3
+        # 128 B rows let the shared layout use the full 128 B swizzle (32 banks x 4 B): no conflicts.
+        if bk * elem >= 128:
+            score += 0.3
+        # Accumulator above ~128 registers/thread leaves ptxas little room before spilling.
+        if e.regs > 128 + REG_OVERHEAD:
+            score -= 0.5
+        if t.group and e.waves is not None:
+            score -= 0.4 * _l2_overflow(cfg, p, e, gpu)
+    else:
+        blk = int(cfg[t.block]) if t.block else 0
+        per_thread = blk / (32 * w) if blk else 0
+        # 4-16 elements per thread: 16 B vector loads with a few in flight per thread (GPU.md: ideal
+        # 4 sectors per request); more costs registers, fewer leaves bandwidth on the table.
+        if per_thread:
+            score += 1.0 - abs(math.log2(per_thread / 8)) / 4
+    return score
+
+
+def _l2_overflow(cfg: Config, p: Problem, e: Estimate, gpu: GpuFacts) -> float:
+    """How far one wave's A rows + B columns exceed L2 under the grouped order (0 = they fit)."""
+    t = tile_keys(cfg)
+    m, n, k = _dims(p)
+    if not (m and n and k and t.k and t.group):
+        return 0.0
+    g = int(cfg[t.group])
+    elem = DTYPE_BYTES.get(p.dtype, 4)
+    per_wave = e.blocks_per_sm * int(gpu.sm_count.value)
+    a_rows = min(g, per_wave) * int(cfg[t.m]) * k * elem
+    b_cols = min(math.ceil(per_wave / g), math.ceil(n / int(cfg[t.n]))) * int(cfg[t.n]) * k * elem
+    return max(0.0, (a_rows + b_cols) / gpu.l2_bytes.value - 1.0)
+
+
+def config_key(cfg: Mapping[str, Scalar]) -> str:
+    return ",".join(f"{k}={cfg[k]}" for k in sorted(cfg))
+
+
+def _all_configs(space: dict[str, list[Scalar]], base: Config) -> list[Config]:
+    out: list[Config] = [dict(base)]
+    for key, values in space.items():
+        out = [c | {key: v} for c in out for v in values]
+    return out
+
+
+def _neighbours(cfg: Config, space: dict[str, list[Scalar]], dot: bool) -> list[Config]:
+    """One-knob steps, plus for dot kernels the compound step that scales an M or N tile and num_warps
+    together: it keeps accumulator registers per thread (BM*BN / 32W) constant, so the bigger tile is not
+    pruned for registers as the one-knob step to it would be."""
+    out = []
+    for key, values in space.items():
+        if key not in cfg or cfg[key] not in values:
+            continue
+        i = values.index(cfg[key])
+        out += [cfg | {key: values[j]} for j in (i - 1, i + 1) if 0 <= j < len(values)]
+    t = tile_keys(cfg)
+    warps = space.get("num_warps", [])
+    if dot and "num_warps" in cfg and cfg["num_warps"] in warps:
+        for key in (t.m, t.n):
+            if key is None or key not in space or cfg[key] not in space[key]:
+                continue
+            for f in (2, 0.5):
+                v, w = int(int(cfg[key]) * f), int(int(cfg["num_warps"]) * f)
+                if v in space[key] and w in warps:
+                    out.append(cfg | {key: v, "num_warps": w})
+    return out
+
+
+def next_configs(
+    p: Problem, history: list[tuple[Config, float | None]], opts: SearchOptions | None = None
+) -> list[Config]:
+    """The next round: configs not yet in `history` ((config, score) pairs, None = failed/unmeasured).
+
+    Empty = nothing left worth measuring around the best config (converged).
+    """
+    o = opts or SearchOptions()
+    tried = {config_key(c) for c, _ in history}
+    scored = [(c, v) for c, v in history if v is not None]
+
+    def ok(c: Config) -> bool:
+        return config_key(c) not in tried and not prune_reasons(c, p)
+
+    # Round 0 (and whenever a seed is still untried): the diagnosis-ranked seeds, one per tile shape.
+    pending = [c for c in seeds(p, o.seeds) if config_key(c) not in tried]
+    if pending or not scored:
+        return pending[: max(o.batch, o.seeds)]
+    best = max(scored, key=lambda cv: cv[1])[0]  # type: ignore[arg-type, return-value]
+    around = sorted((c for c in _neighbours(best, p.space, p.dot) if ok(c)), key=lambda c: -prior(c, p))
+    return _dedup(around)[: o.batch]
+
+
+def seeds(p: Problem, count: int) -> list[Config]:
+    """The `count` best-ranked legal configs of distinct tile shapes (deterministic)."""
+    ranked = sorted(
+        (c for c in _all_configs(p.space, p.config) if not prune_reasons(c, p)), key=lambda c: -prior(c, p)
+    )
+    t = tile_keys(p.config)
+    shape_keys = [k for k in (t.m, t.n, t.k, t.block) if k]
+    picked: list[Config] = []
+    shapes: set[tuple[Scalar, ...]] = set()
+    for c in ranked:
+        s = tuple(c[k] for k in shape_keys)
+        if s not in shapes:
+            shapes.add(s)
+            picked.append(c)
+        if len(picked) == count:
+            break
+    return picked
+
+
+def _dedup(cs: list[Config]) -> list[Config]:
+    seen: set[str] = set()
+    out = []
+    for c in cs:
+        if config_key(c) not in seen:
+            seen.add(config_key(c))
+            out.append(c)
+    return out

@@ -1,0 +1,71 @@
+"""NATS adapter of the planner: triggers in (`optimize.request`, `events.state.>`), verdicts in
+(`verdicts.>`), candidates and job updates out, job state in the `jobs` KV bucket. The loop itself is
+services/planner/loop.py; on start the saved jobs are resumed (unpublished candidates republished)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from services.planner import jobs
+from services.planner.bus_io import BusIO
+from services.planner.classifier import FailureGate
+from services.planner.loop import Planner, kernel_of
+from services.planner.policies.llm import policy_from_env
+from services.planner.policies.rules import RulesPolicy
+from shared.messages import OptimizeRequest, StateChangeEvent, Verdict
+from shared.service import ServiceRuntime
+from shared.subjects import OPTIMIZE_REQUEST
+
+TICK_S = 5.0  # verdict time-outs and the wall-time budget are checked this often
+
+
+async def setup(runtime: ServiceRuntime) -> Planner:
+    runtime.details["role"] = "planner"
+    bus = runtime.bus
+    io = BusIO(bus, await bus.js.key_value("jobs"), await bus.js.key_value("kernels"))
+    rules = RulesPolicy()
+    state = Path(os.environ.get("KPILOT_STATE", ".kpilot")).resolve()
+    model = state / "classifier.json"  # written by `kpilot train-classifier`
+    gate = FailureGate(model) if model.is_file() else None
+    policies = {"rules": rules, "llm": policy_from_env(os.environ, fallback=rules)}
+    planner = Planner(io, policies, state / "candidates", gate=gate)
+    runtime.details["classifier"] = str(model) if gate else "none (rules/llm as asked)"
+    await planner.resume(await io.load_all())
+
+    async def on_request(req: OptimizeRequest) -> None:
+        kernel = req.kernel or kernel_of(req.task_path)
+        await planner.trigger(
+            kernel=kernel,
+            task_path=req.task_path,
+            trigger_id=req.id,
+            policy=req.policy,
+            job_id=req.job_id,
+            budget=jobs.Budget(wall_s=req.budget_s, gpu_s=req.gpu_budget_s, candidates=req.max_candidates),
+        )
+
+    async def on_event(ev: StateChangeEvent) -> None:
+        if ev.edge != "start":
+            return
+        for hot in ev.hot_kernels:
+            task = await io.task_for(hot.kernel)
+            if task is None:
+                runtime.log.info("hot kernel has no registered task", kernel=hot.kernel, trigger=ev.id)
+                continue
+            await planner.trigger(kernel=hot.kernel, task_path=task, trigger_id=ev.id, triples=ev.triples)
+
+    async def on_verdict(v: Verdict) -> None:
+        await planner.verdict(v)
+
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            await planner.tick()
+
+    await bus.consume(OPTIMIZE_REQUEST, "planner-requests", on_request, OptimizeRequest, ack_wait_s=300)
+    await bus.consume("events.state.>", "planner-events", on_event, StateChangeEvent, ack_wait_s=300)
+    await bus.consume("verdicts.>", "planner-verdicts", on_verdict, Verdict, ack_wait_s=300)
+    runtime.details["tick"] = str(asyncio.create_task(ticker(), name="planner-tick").get_name())
+    runtime.details["jobs_resumed"] = str(sum(jobs.is_open(s) for s in planner.jobs.values()))
+    return planner

@@ -1,0 +1,30 @@
+"""Every task's BASELINES compute what its reference computes, and its full-shape FLOP/byte formulas give
+positive numbers (fp32, micro shape, CPU), through the
+baselines worker in the sandbox, so a wrong baseline is caught before GPU time is spent timing it.
+The timing itself is GPU-only (benchmarks/baselines.py)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from benchmarks.baselines_worker import BaselineJob, BaselineResult
+from benchmarks.suite import all_tasks, read_meta
+from services.toolrunner.sandbox import Limits, run_worker
+
+
+def test_every_tasks_baselines_match_its_reference_on_cpu() -> None:
+    tasks = all_tasks()
+    job = BaselineJob(kind="check", task_paths=[str(p) for p in tasks])
+    out = run_worker("benchmarks.baselines_worker", msgspec.json.encode(job), Limits(timeout_s=300.0))
+    assert out.status == "ok", out.message
+    res = msgspec.json.decode(out.result, type=BaselineResult)
+    for path in tasks:
+        meta = read_meta(path)
+        got = [c.name for c in res.checks if c.task == meta.name]
+        assert got == [n for n in meta.baselines if n != "compile"], meta.name
+        flops, moved = res.costs[meta.name]
+        assert moved > 0, f"{meta.name}: bytes_moved(full) is {moved}"
+        if "transpose" not in meta.name:  # a transpose does no arithmetic; every other task does
+            assert flops > 0, f"{meta.name}: flops(full) is {flops}"
+    failed = [f"{c.task}.{c.name}: max abs err {c.max_abs_err} {c.error}" for c in res.checks if not c.passed]
+    assert not failed, failed

@@ -1,0 +1,120 @@
+"""run_suite.py on CPU: the --dry-run end to end on three tasks (static layers through the real loader,
+planner pruning and compile tool), and its pure pieces (search loop, roofline bound, target check).
+
+The numbers in the pure tests are TEST INPUT chosen to be checkable by hand, not measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from benchmarks import run_suite
+from benchmarks.suite import SuiteError, Target, TaskMeta, select
+
+TASKS = "l2_matmul_square,l1_transpose_cuda"
+
+
+@pytest.mark.slow
+def test_dry_run_writes_rows_that_say_not_measured(tmp_path: Path) -> None:
+    out_json, out_md = tmp_path / "kernels.json", tmp_path / "kernels.md"
+    rc = run_suite.main(["--dry-run", "--tasks", TASKS, "--out-json", str(out_json), "--out-md", str(out_md)])
+    assert rc == 0
+    report = json.loads(out_json.read_text())
+    assert report["dry_run"] is True
+    rows = {r["task"]: r for r in report["rows"]}
+    assert list(rows) == TASKS.split(",")
+    for name, row in rows.items():
+        for field in (
+            "task",
+            "level",
+            "device",
+            "driver",
+            "cuda",
+            "triton",
+            "torch",
+            "gpus",
+            "target",
+            "meets_target",
+            "search",
+        ):
+            assert field in row, f"{name}: no {field}"
+        assert row["not_measured"] == "not measured: no GPU"
+        assert row["device"] == "not measured: no GPU" and row["meets_target"] is None
+        assert row["before"] is None and row["after"] is None and row["speedup"] is None
+        assert row["funnel"]["compiled_start"] == 1, row["notes"]
+        assert row["search"].startswith("not run (dry run)")
+    # SPACE sizes are products of the tasks' SPACE lists: 5 x 5 x 4 x 4 x 3 x 5 and 2 x 4 x 6.
+    assert rows["l2_matmul_square"]["funnel"]["space"] == 6000
+    assert rows["l1_transpose_cuda"]["funnel"]["space"] == 48
+    assert 0 < rows["l2_matmul_square"]["funnel"]["static_pass"] < 6000  # the planner prunes some
+    assert (
+        rows["l2_matmul_square"]["level"] == "L2" and rows["l2_matmul_square"]["target"] == ">= 0.9x matmul"
+    )
+    md = out_md.read_text()
+    assert "| l1_transpose_cuda | L1 |" in md and "not measured: no GPU" in md
+
+
+def test_unknown_task_is_refused_with_the_known_names() -> None:
+    with pytest.raises(SuiteError, match="known: .*l1_vector_add"):
+        select("l1_vector_add,no_such_task")
+
+
+def test_without_a_gpu_the_real_run_is_refused() -> None:
+    from services.toolrunner.correctness import gpu_count
+
+    if gpu_count():
+        pytest.skip("a GPU is present")
+    with pytest.raises(SystemExit):
+        run_suite.main(["--tasks", "l1_relu"])
+
+
+def test_search_loop_stops_when_the_proposer_converges() -> None:
+    # Test input: a 1-D space whose time falls to 1 ms at B=512 and rises after.
+    times = {128: 4.0, 256: 2.0, 512: 1.0, 1024: 1.5}
+    rounds = iter([[{"B": 128}, {"B": 256}], [{"B": 512}], [{"B": 1024}], []])
+    seen_history = []
+
+    def propose(history):
+        seen_history.append(list(history))
+        return next(rounds)
+
+    trace = run_suite.search_loop(
+        propose, lambda cs: [(times[c["B"]], "") for c in cs], deadline=math.inf, start={"B": 64}
+    )
+    assert [e.config["B"] for e in trace] == [128, 256, 512, 1024]
+    assert [e.round for e in trace] == [0, 0, 1, 2]
+    assert seen_history[0] == [({"B": 64}, None)]  # the start is in the history, unscored
+    assert seen_history[1][-1] == ({"B": 256}, 0.5)  # scores are 1 / ms
+    assert run_suite.best_of(trace).config == {"B": 512}
+
+
+def test_search_loop_stops_at_the_deadline() -> None:
+    clock = iter([0.0, 0.0, 5.0, 5.0, 11.0, 11.0])  # t0, round 0 check, eval stamp, ...
+    trace = run_suite.search_loop(
+        lambda h: [{"B": len(h)}], lambda cs: [(1.0, "")], deadline=10.0, clock=lambda: next(clock)
+    )
+    assert len(trace) == 2  # the third round starts at t = 11 > 10
+
+
+def test_roofline_bound_and_target() -> None:
+    roof = {"copy_bytes_per_s": 4e12, "bf16_flops_per_s": 8e14}  # test input
+    # L1: bytes only. 4e9 B / 4e12 B/s = 1 ms.
+    assert run_suite.roofline_bound_ms("L1", 1e15, 4e9, roof) == pytest.approx(1.0)
+    # L2: max(4e9 / 4e12, 1.6e12 / 8e14) = max(1 ms, 2 ms).
+    assert run_suite.roofline_bound_ms("L2", 1.6e12, 4e9, roof) == pytest.approx(2.0)
+    assert run_suite.roofline_bound_ms("L2", 1.0, 1.0, {}) is None
+    meta = TaskMeta(
+        name="t",
+        path="t.py",
+        level="L2",
+        kind="triton",
+        baselines=["eager", "compile", "matmul"],
+        target=Target(against="matmul", at_least=0.9),
+    )
+    assert run_suite.meets(meta, None, {"matmul": 0.95}) is True
+    assert run_suite.meets(meta, None, {"matmul": 0.85}) is False
+    assert run_suite.meets(meta, 0.99, {"matmul": None}) is None

@@ -1,0 +1,161 @@
+"""The anti-gaming corpus (tests/verifier/cheats/): every cheating candidate is stopped at the right layer
+for the right reason, and honest candidates (config changes) pass every layer this machine can run.
+
+Each cheat file's docstring says its trick and the expected verdict; the table below is the same
+expectation in code. CPU tests run the real funnel through the in-process tool client (real tools, real
+sandboxed subprocesses, Triton's interpreter); GPU-only tricks carry @pytest.mark.gpu.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from services.kpilot.local_tools import LocalToolClient
+from services.verifier.funnel import VerifyJob, verify
+from shared.messages import Verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+CHEATS = ROOT / "tests" / "verifier" / "cheats"
+EXAMPLES = ROOT / "examples"
+
+# cheat file -> (example task, layer that must stop it, any of these must appear in one reason)
+CPU_CHEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "zeros_output": ("vector_add", "micro", ("wrong output",)),
+    "constant_output": ("vector_add", "micro", ("wrong output",)),
+    "return_input": ("vector_add", "micro", ("wrong output",)),
+    "uninitialised_output": ("vector_add", "micro", ("wrong output",)),
+    "reuse_reference_buffer": ("vector_add", "micro", ("wrong output",)),
+    "pointer_cache": ("vector_add", "micro", ("wrong output", "output_ignores_input")),
+    "skip_repeated": ("vector_add", "micro", ("wrong output",)),
+    "background_thread": ("vector_add", "micro", ("wrong output", "background_thread", "late_write")),
+    "timer_patch": ("vector_add", "micro", ("monkey_patch: replaced torch.cuda.Event.elapsed_time",)),
+    "torch_patch": ("vector_add", "micro", ("monkey_patch: replaced torch.cuda.synchronize",)),
+    "caller_frame": ("vector_add", "micro", ("frame_inspection: sys._getframe",)),
+    "gc_scan": ("vector_add", "micro", ("gc_inspection: gc.get_objects",)),
+    "writes_inputs": ("vector_add", "micro", ("writes into its inputs",)),
+    "lazy_subclass": ("vector_add", "micro", ("tensor_subclass",)),
+    "calls_reference": (
+        "vector_add",
+        "micro",
+        ("calls_reference: launch ran the reference's torch ops aten.add",),
+    ),
+    "torch_fallback": ("vector_add", "micro", ("no_kernel_launch", "calls_reference")),
+    "hardcoded_shape": ("vector_add", "micro", ("wrong output on edge:",)),
+    "precision_fp16": ("vector_add", "static", ("precision downgrade",)),
+    "matmul_fp16_accumulate": (
+        "matmul",
+        "static",
+        ("precision downgrade: the dot accumulates in HMMA.16816.F16",),
+    ),
+    "atomic_output": ("vector_add", "static", ("needs human review: 1 new atomic",)),
+    "transpose_no_barrier": (
+        "transpose_cuda",
+        "static",
+        (("needs human review: shared memory written and read with no barrier"),),
+    ),
+    "transpose_divergent_barrier": (
+        "transpose_cuda",
+        "static",
+        (("needs human review: 1 barrier(s) in divergent code"),),
+    ),
+}
+GPU_CHEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "side_stream": ("vector_add", "micro", ("side_stream", "late_write", "wrong output")),
+    "benchmark_shape_cache": ("vector_add", "full", ("impossible speedup",)),
+    "uninitialised_output": ("vector_add", "micro", ("wrong output",)),
+}
+HONEST: list[tuple[str, str | None, dict[str, int]]] = [
+    ("vector_add", "honest_block1024", {"BLOCK": 1024}),
+    ("vector_add", None, {"BLOCK": 2048, "num_warps": 8}),
+    ("row_softmax", None, {"BLOCK_N": 1024, "num_warps": 8}),
+]
+
+
+def run_funnel(task: str, candidate: str | None, config: dict[str, int] | None = None) -> list[Verdict]:
+    job = VerifyJob(
+        candidate_id=candidate or task,
+        task_path=str(EXAMPLES / f"{task}.py"),
+        candidate_path=str(CHEATS / f"{candidate}.py") if candidate else None,
+        config=config or {},
+    )
+    verdicts = asyncio.run(verify(job, LocalToolClient(source="test")))
+    if out := os.environ.get("KPILOT_FIXTURE_OUT"):
+        path = Path(out) / "verifier" / f"{candidate or task}.verdicts.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(msgspec.to_builtins(verdicts), indent=1))
+    return verdicts
+
+
+def assert_stopped(verdicts: list[Verdict], layer: str, markers: tuple[str, ...]) -> None:
+    last = verdicts[-1]
+    summary = [(v.layer, v.status, v.reasons) for v in verdicts]
+    assert (last.layer, last.status) == (layer, "fail"), summary
+    assert all(v.status == "pass" for v in verdicts[:-1]), summary
+    assert any(m in r for r in last.reasons for m in markers), summary
+    assert last.provenance.method, "every verdict carries its method"
+
+
+def test_the_corpus_has_a_file_per_trick_and_every_file_an_expectation() -> None:
+    files = {p.stem for p in CHEATS.glob("*.py")} - {"honest_block1024"}
+    assert files == set(CPU_CHEATS) | set(GPU_CHEATS)
+    assert len(files) >= 15
+    for name in files:
+        doc = (CHEATS / f"{name}.py").read_text().split('"""')[1]
+        assert "Expected: " in doc, f"{name}.py: its docstring must say the expected verdict"
+
+
+@pytest.mark.parametrize("name", sorted(CPU_CHEATS))
+def test_cheat_is_stopped_at_the_right_layer_for_the_right_reason(name: str) -> None:
+    task, layer, markers = CPU_CHEATS[name]
+    verdicts = run_funnel(task, name)
+    assert_stopped(verdicts, layer, markers)
+    if layer == "static" and "needs human review" in markers[0]:
+        assert verdicts[-1].needs_review and verdicts[-1].annotations, "a hazard quotes its SASS lines"
+
+
+@pytest.mark.parametrize(("task", "candidate", "config"), HONEST)
+def test_honest_config_changes_pass_every_layer_the_cpu_can_run(
+    task: str, candidate: str | None, config: dict[str, int]
+) -> None:
+    verdicts = run_funnel(task, candidate, config)
+    assert [(v.layer, v.status) for v in verdicts] == [
+        ("static", "pass"),
+        ("micro", "pass"),
+        ("full", "skipped"),
+    ], [v.reasons for v in verdicts]
+    full = verdicts[-1]
+    assert full.reasons == ["not measured: no GPU"]
+    assert [m.not_measured for m in full.measurements] == ["no GPU"]
+    micro = verdicts[1]
+    assert "timing stability not measured: no GPU" in micro.reasons
+    assert micro.config == config
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(GPU_CHEATS))
+def test_gpu_cheat_is_stopped_at_the_right_layer(name: str) -> None:
+    task, layer, markers = GPU_CHEATS[name]
+    assert_stopped(run_funnel(task, name), layer, markers)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("task", "candidate", "config"), HONEST)
+def test_honest_candidates_reach_the_full_layer_on_the_gpu(
+    task: str, candidate: str | None, config: dict[str, int]
+) -> None:
+    verdicts = run_funnel(task, candidate, config)
+    assert [v.layer for v in verdicts] == ["static", "micro", "full"], [v.reasons for v in verdicts]
+    assert verdicts[1].status == "pass", verdicts[1].reasons
+    full = verdicts[2]
+    # An honest config may or may not be faster; it must never be called impossible, and a gain is
+    # accepted only with its CI above 1 + min_gain.
+    assert not any("impossible" in r for r in full.reasons), full.reasons
+    speedup = next(m for m in full.measurements if m.name == "speedup")
+    assert speedup.value is not None and speedup.low is not None and full.gpu_seconds > 0
+    assert full.provenance.device != "none"
