@@ -202,7 +202,7 @@ def _links_of(msg: Message) -> list[EvidenceLink]:
 
 
 def _candidate_links(c: Candidate) -> list[EvidenceLink]:
-    reasons = [ch.rationale for ch in c.changes if ch.rationale]
+    reasons = list(dict.fromkeys(ch.rationale for ch in c.changes if ch.rationale))
     out = []
     if reasons:
         out.append(EvidenceLink("diagnosis", c.id, " | ".join(reasons)))

@@ -108,7 +108,7 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
         log = open(log_dir / f"{name}-{port}.log", "ab")
         proc = subprocess.Popen([sys.executable, "-m", f"services.{name}", "--nats", server.url(name)],
                                 cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, env=os.environ | {"KPILOT_STATE": str(state_dir)})
         log.close()
         pids[name] = proc.pid
     st = StackState(port=port, nats_pid=server.proc.pid, services=pids, log_dir=str(log_dir))

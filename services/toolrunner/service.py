@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from pathlib import Path
 
 import msgspec
+from nats.js.api import ObjectMeta
+from nats.js.errors import ObjectNotFoundError
+from nats.js.object_store import ObjectStore
 from nats.micro.request import Request
 
 from services.toolrunner import compile as compile_tool
@@ -27,10 +31,14 @@ LIST_SUBJECT = "toolrunner.list"
 
 
 async def setup(runtime: ServiceRuntime) -> None:
-    root = Path.cwd() / ".kpilot" / "toolrunner"
-    ptxas_info.configure(root, compile_tool.configure(root))
+    # Artifacts and cached compiles live in the stack's state directory (`kpilot up` sets KPILOT_STATE).
+    root = Path(os.environ.get("KPILOT_STATE", ".kpilot")).resolve() / "toolrunner"
+    compiler = compile_tool.configure(root)
+    ptxas_info.configure(root, compiler)
     executor = ToolExecutor(load_specs(), gpus=gpu_count(), runner=runtime.instance)
-    runtime.details.update(gpus=str(executor.gpus), tools=",".join(executor.available()))
+    runtime.details.update(gpus=str(executor.gpus), gpu_model=gpu_model() or "none",
+                           tools=",".join(executor.available()))
+    artifacts = await runtime.bus.js.object_store("artifacts")
     pool, gpu = asyncio.Semaphore(CPU_POOL), asyncio.Semaphore(max(executor.gpus, 1))
     inflight: set[asyncio.Task[None]] = set()
 
@@ -47,6 +55,8 @@ async def setup(runtime: ServiceRuntime) -> None:
         async with gpu if executor.specs[name].needs_gpu else pool:
             result = await asyncio.to_thread(executor.execute, tool_req)
         await req.respond(encode(result))
+        if name == "compile" and result.ok and result.result is not None:
+            await publish_artifacts(artifacts, compiler, result.result)
         args_hash = hashlib.sha256(msgspec.json.encode(tool_req.args)).hexdigest()
         outcome = "ok" + (" (cached)" if result.cached else "") if result.ok else result.error.code  # type: ignore[union-attr]
         await runtime.bus.publish(audit_subject("toolrunner"), AuditRecord(
@@ -71,3 +81,30 @@ async def setup(runtime: ServiceRuntime) -> None:
              "output_schema": executor.schemas[n].output} for n in executor.available()]))
 
     await runtime.add_endpoint("list", LIST_SUBJECT, list_tools)
+
+
+async def publish_artifacts(store: ObjectStore, compiler: compile_tool.Compiler, record: dict) -> None:
+    """Mirror a compile's artifacts into the JetStream object store `artifacts`, named by sha256, so any
+    service (or another runner) can fetch them; the runner's local store stays its fast cache."""
+    for art in record.get("artifacts", []):
+        key = art["sha256"]
+        try:
+            await store.get_info(key)
+            continue  # content-addressed: stored once, whoever compiled it
+        except ObjectNotFoundError:
+            pass
+        await store.put(key, compiler.store.get(key), meta=ObjectMeta(name=key, description=art["kind"]))
+
+
+def gpu_model() -> str | None:
+    """The first GPU's name from NVML, for the runner's announced capabilities."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver: no GPU
+        return None
+    try:
+        return str(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))) if \
+            pynvml.nvmlDeviceGetCount() else None
+    finally:
+        pynvml.nvmlShutdown()

@@ -4,6 +4,7 @@ unavailable without a GPU, cached calls, audit records, and `kpilot tool` as a u
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import subprocess
 import sys
@@ -87,6 +88,11 @@ async def test_compile_is_cached_and_audited(runner: ServiceRuntime, make_bus: B
         await asyncio.sleep(0.1)
     assert [a.outcome for a in audits] == ["ok", "ok (cached)"]
     assert audits[0].action == "compile" and audits[0].actor == "verifier"
+    # Every artifact is in the JetStream object store under its sha256, bytes intact.
+    store = await op.js.object_store("artifacts")
+    for art in first.result["artifacts"]:  # type: ignore[index]
+        got = await store.get(art["sha256"])
+        assert hashlib.sha256(got.data).hexdigest() == art["sha256"] and len(got.data) == art["size"]
 
 
 def _kpilot(url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -106,4 +112,8 @@ async def test_kpilot_tool_cli(runner: ServiceRuntime, nats_server: EmbeddedServ
     tools = {t["name"]: t for t in json.loads(listing.stdout)}
     assert {"compile", "ptxas_info", "sass", "launch_config", "run_correctness", "mem_access_profile"} <= set(tools)
     assert "bench" not in tools  # GPU tools are advertised only where a GPU is present
+    status = await asyncio.to_thread(_kpilot, url, "status", "--json")
+    runner = next(r for r in json.loads(status.stdout) if r["name"] == "toolrunner")
+    assert runner["details"]["gpus"] == "0" and runner["details"]["gpu_model"] == "none"
+    assert "compile" in runner["details"]["tools"].split(",")
     assert tools["compile"]["input_schema"]["$defs"]["CompileInput"]["required"] == ["task_path"]

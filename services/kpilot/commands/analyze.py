@@ -66,19 +66,22 @@ def render(d: dict[str, Any]) -> str:
     lines = [f"kernel {d['kernel']} ({d['target']}, {d['num_warps']} warps): "
              f"{roof.get('bound', 'roofline unknown')}", "", "findings (most important first):"]
     for f in d.get("findings", []):
-        lines.append(f"  [{f['severity']}] {f['pattern']}  at {', '.join(f['locations'][:4]) or '-'}")
+        where = ", ".join(Path(x).name for x in f["locations"][:4]) or "-"
+        lines.append(f"  [{f['severity']}] {f['pattern']}  at {where}")
         lines += [f"      evidence: {e}" for e in f["evidence"][:3]]
-        fixes = ", ".join(t.get("change", "?") + (f" {t['target']}" if t.get("target") else "")
-                          for t in f.get("transformations", []))
+        fixes = ", ".join(str(t) for t in f.get("transformations", []))
         if fixes:
             lines.append(f"      fix: {fixes}")
     if not d.get("findings"):
         lines.append("  none")
-    lines += ["", "nodes (kind, hardware, memory space, line):"]
-    for n in d.get("nodes", [])[:40]:
+    lines += ["", "nodes of interest (kind, op, hardware unit, file:line):"]
+    for n in d.get("nodes", []):
+        unit = str(n.get("unit", ""))
+        if n.get("kind") == "compute" and not any(u in unit for u in ("FP", "tensor", "MUFU", "SFU")):
+            continue  # index arithmetic and constants: in the record (--json), not in the report
         loc = n.get("loc") or {}
-        where = f"{loc.get('file', '')}:{loc.get('line', '')}" if loc else ""
-        lines.append(f"  {n.get('kind', '?'):<8} {n.get('op', '?'):<28} {n.get('unit', '')!s:<24} {where}")
+        where = f"{Path(loc['file']).name}:{loc['line']}" if loc else ""
+        lines.append(f"  {n.get('kind', '?'):<8} {n.get('op', '?'):<28} {unit:<28} {where}")
     lines += ["", "IR summary for prompts "
               f"({d.get('summary_tokens', 0)} tokens):", d.get("summary", "")]
     return "\n".join(lines)

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
 
 from services.planner.context import PlannerContext
 from services.planner.patcher import parse_anchor
@@ -168,14 +171,16 @@ class RulesPolicy:
             history.append((dict(ctx.task.config), None))  # the start is never re-proposed
         p = self.problem(ctx)
         configs = next_configs(p, history, self.options) if ctx.task.space else []
+        # The search answers the findings a config change can fix; say which, with their line references,
+        # so the evidence chain links each config candidate to its diagnosis.
+        addressed = [f"{f.pattern} @ {', '.join(Path(x).name for x in f.locations[:2])}" for f in ctx.findings
+                     if set(f.transformations) & set(_CONFIG_KINDS)]
         for cfg in configs:
             why = "seed" if not _scored(history) else "neighbour of the best"
-            candidates.append(
-                CandidatePlan(
-                    changes=ctx.best_changes + config_changes(ctx.task.config, cfg),
-                    rationale=f"config search ({why})",
-                )
-            )
+            rationale = f"config search ({why})" + (f" for {'; '.join(addressed)}" if addressed else "")
+            changes = [msgspec.structs.replace(c, rationale=c.rationale or rationale)
+                       for c in config_changes(ctx.task.config, cfg)]
+            candidates.append(CandidatePlan(changes=ctx.best_changes + changes, rationale=rationale))
         measured = sum(1 for _, v in history if v is not None)
         analysis = (
             f"{len(ctx.findings)} findings; {measured} measured of {len(history)} tried configs; "
