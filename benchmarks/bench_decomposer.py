@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     import decomposer_corpus as corpus
 
     from services.decomposer.decompose import decompose
-    from services.decomposer.summary import TOKEN_LIMIT, TOKEN_RULE
+    from shared.tokens import TOKEN_LIMIT, TOKEN_RULE
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)

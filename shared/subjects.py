@@ -17,12 +17,20 @@ HEARTBEAT_PING = "ops.heartbeat.ping"
 HEARTBEAT_ACK = "ops.heartbeat.ack"  # .<service>
 OPTIMIZE_REQUEST = "optimize.request"
 DECOMPOSER_ANALYZE = "decomposer.analyze"
+# Per-kernel ncu counters on request (telemetry's endpoint). Not under `telemetry.>`: the TELEMETRY stream
+# would capture the request and JetStream would answer it with a PubAck before the endpoint replies.
+KERNEL_PROFILE = "profile.kernel"
 TOOLS = "tools"  # tools.<name>, NATS micro endpoints
 DLQ_PREFIX = "dlq"
 
 
 def telemetry_subject(node: str, gpu: str) -> str:
     return f"telemetry.state.{node}.{gpu}"
+
+
+def kernel_profile_subject(node: str, kernel: str) -> str:
+    """One kernel's ncu counters (a StateVector with space "kernel:<name>"), published on request."""
+    return f"telemetry.kernel.{token(node)}.{token(kernel)}"
 
 
 def state_event_subject(kind: str, node: str, gpu: str) -> str:
@@ -168,7 +176,7 @@ SERVICE_NAMES: tuple[str, ...] = ("telemetry", "decomposer", "planner", "toolrun
 
 _SERVICE_SUBJECTS: dict[str, Permissions] = {
     "telemetry": Permissions(publish=("telemetry.>", "events.state.>", "tools.>"),
-                             subscribe=("telemetry.>",)),
+                             subscribe=("telemetry.>", KERNEL_PROFILE)),
     "decomposer": Permissions(publish=("tools.>", "audit.decomposer"), subscribe=("decomposer.analyze",)),
     # The planner runs what an LLM proposes: it may publish candidates, never verdicts or patches.
     "planner": Permissions(publish=("jobs.>", "candidates.>", "tools.>", "decomposer.analyze"),
@@ -185,7 +193,8 @@ _SERVICE_SUBJECTS: dict[str, Permissions] = {
 # The operator (kpilot CLI and any client that connects without credentials) reads everything and
 # may ask for work, but publishes no verdicts, candidates or patches.
 OPERATOR = Permissions(
-    publish=("optimize.request", "tools.>", "decomposer.analyze", "telemetry.>", "ops.>", "health.>",
+    publish=("optimize.request", "tools.>", "decomposer.analyze", KERNEL_PROFILE, "telemetry.>", "ops.>",
+             "health.>",
              "toolrunner.>", "$JS.API.>",
              "$JS.ACK.>", "$JS.FC.>", "_INBOX.>", "$SRV.>", "$KV.>", "$O.>"),
     subscribe=(">",),

@@ -1,8 +1,9 @@
 """The `decomposer.analyze` request, pure: a ToolRequest (tool "decompose") in, a ToolResult out.
 
 Two forms of `args`: a `DecomposeInput` ({"artifacts": {...}, "facts": {...}}), decomposed as given; or a
-task reference ({"task_path", "config", "kernel", "shape"}), for which the adapter first fetches the
-compile tool's text artifacts and ptxas -v through the toolrunner and passes their results here.
+task reference ({"task_path", "config", "kernel", "shape"}), for which the adapter first fetches through
+the toolrunner the compile tool's text artifacts, ptxas -v, the sass tool's nvdisasm text (line info) and
+the task manifest (FLOP/byte formulas at the shape), and passes their results here.
 """
 
 from __future__ import annotations
@@ -39,23 +40,64 @@ def parse(req: ToolRequest) -> DecomposeInput | TaskRef | ToolError:
         )
 
 
-def artifacts_from(compile_result: dict[str, Any], ptxas_result: dict[str, Any] | None) -> Artifacts:
-    """Artifacts from a compile tool result (include_text=True) and an optional ptxas_info result."""
+def sass_args(ref: TaskRef) -> dict[str, Any]:
+    """The sass tool request for the task kernel: nvdisasm text only (the parsed instructions would double
+    the record; decompose() reads the text with services/decomposer/sass.py)."""
+    return {
+        "task_path": ref.task_path,
+        "config": ref.config,
+        "kernel": ref.kernel,
+        "shape": ref.shape,
+        "disassembler": "nvdisasm",
+        "include_text": True,
+        "include_instructions": False,
+    }
+
+
+def artifacts_from(
+    compile_result: dict[str, Any],
+    ptxas_result: dict[str, Any] | None,
+    sass_result: dict[str, Any] | None = None,
+) -> Artifacts:
+    """Artifacts from a compile tool result (include_text=True), an optional ptxas_info result and an
+    optional sass tool result (include_text=True)."""
     texts = {a["kind"]: a.get("text") or "" for a in compile_result.get("artifacts", [])}
     cfg = compile_result.get("config", {})
     return Artifacts(
         ttgir=texts.get("ttgir", ""),
         ptx=texts.get("ptx", ""),
         kernel=compile_result.get("kernel", ""),
+        sass=(sass_result or {}).get("text", ""),
         ptxas_info=(ptxas_result or {}).get("log", ""),
         shared_bytes=compile_result.get("shared_bytes"),
         num_stages=cfg.get("num_stages") if isinstance(cfg.get("num_stages"), int) else None,
     )
 
 
-def answer(req: ToolRequest, inp: DecomposeInput, duration_s: float = 0.0) -> ToolResult:
+def facts_from(ref: TaskRef, manifest: dict[str, Any] | None) -> TaskFacts:
+    """TaskFacts from a load_task result: the task's FLOP/byte formulas at the analysed shape, its dtype,
+    precision policy and kernel count. The grid is not here: only the task's launch code computes it."""
+    if not manifest:
+        return TaskFacts()
+    cost = next((c for c in manifest.get("costs", []) if c.get("shape_name") == ref.shape), None)
+    return TaskFacts(
+        flops=cost["flops"] if cost else None,
+        bytes_moved=cost["bytes_moved"] if cost else None,
+        dtype=manifest.get("dtype", ""),
+        precision=manifest.get("precision", "exact"),
+        # The task's KERNELS tuple (examples/README.md); declared, not counted at launch, which is what
+        # the fusion pattern needs to know (> 1 kernel).
+        kernels_in_task=max(1, len(manifest.get("kernels", []))),
+    )
+
+
+def answer(
+    req: ToolRequest, inp: DecomposeInput, duration_s: float = 0.0, notes: list[str] | None = None
+) -> ToolResult:
+    """`notes`: why an input is missing (a tool that failed), added to the decomposition's warnings."""
     try:
         d = decompose(inp.artifacts, inp.facts)
+        d.warnings.extend(notes or [])
     except ValueError as e:
         return ToolResult(
             source=SOURCE,
@@ -83,6 +125,21 @@ def failed(req: ToolRequest, error: ToolError) -> ToolResult:
 
 
 def task_input(
-    ref: TaskRef, compile_result: dict[str, Any], ptxas_result: dict[str, Any] | None
+    ref: TaskRef,
+    compile_result: dict[str, Any],
+    ptxas_result: dict[str, Any] | None,
+    sass_result: dict[str, Any] | None = None,
+    manifest: dict[str, Any] | None = None,
 ) -> DecomposeInput:
-    return DecomposeInput(artifacts=artifacts_from(compile_result, ptxas_result), facts=TaskFacts())
+    return DecomposeInput(
+        artifacts=artifacts_from(compile_result, ptxas_result, sass_result), facts=facts_from(ref, manifest)
+    )
+
+
+def tool_notes(results: dict[str, ToolResult]) -> list[str]:
+    """One warning per tool whose result is missing: `name failed (code): message`."""
+    return [
+        f"{name} failed ({r.error.code}): {r.error.message}" if r.error else f"{name} gave no result"
+        for name, r in results.items()
+        if not r.ok or r.result is None
+    ]

@@ -13,6 +13,7 @@ from services.decomposer import layouts as lay
 from services.decomposer.patterns import match
 from services.decomposer.sass import parse_ptxas, parse_sass, per_line
 from services.decomposer.ttgir import Module, Op, parse_ttgir, value_type
+from shared.tokens import TOKEN_RULE
 from shared.tools.decompose import (
     Artifacts,
     DataflowPath,
@@ -210,7 +211,9 @@ def decompose(artifacts: Artifacts, facts: TaskFacts | None = None) -> Decomposi
     warnings = list(mod.warnings)
     sass = parse_sass(artifacts.sass, mod.func) if artifacts.sass.strip() else None
     if sass is None:
-        warnings.append("no SASS given: SASS correlation skipped (pass the sass tool's nvdisasm text)")
+        warnings.append(
+            "no SASS given: SASS correlation skipped (pass the sass tool's text: include_text=True)"
+        )
     elif not sass.has_line_info:
         warnings.append(
             "SASS has no line info (cuobjdump text): per-line correlation skipped; use "
@@ -256,6 +259,6 @@ def decompose(artifacts: Artifacts, facts: TaskFacts | None = None) -> Decomposi
         findings=findings,
         summary=text,
         summary_tokens=ntok,
-        token_rule=summary.TOKEN_RULE,
+        token_rule=TOKEN_RULE,
         warnings=warnings,
     )

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.decomposer import layouts as lay
-from services.decomposer.evidence import Access, Evidence, elem_bytes
+from services.decomposer.evidence import BARRIER_OPS, Access, Evidence, elem_bytes
 from services.decomposer.ttgir import defining_op
 from shared.tools.decompose import Finding, Severity, Transformation
 
@@ -690,21 +690,7 @@ def divergent_branch_around_barrier(ev: Evidence) -> Match | None:
     for op in ev.mod.ops:
         if op.name != "scf.if":
             continue
-        inner = [
-            o
-            for o in _region_ops(ev, op.id)
-            if o.name
-            in (
-                "gpu.barrier",
-                "ttg.local_load",
-                "ttg.local_store",
-                "ttg.convert_layout",
-                "tt.reduce",
-                "tt.dot",
-                "ttng.warp_group_dot",
-                "ttg.async_wait",
-            )
-        ]
+        inner = [o for o in _region_ops(ev, op.id) if o.name in BARRIER_OPS]
         if inner:
             hits.append((op, inner))
     if not hits:

@@ -1,10 +1,12 @@
 """NATS adapter of the decomposer: one micro endpoint on `decomposer.analyze` (services/decomposer/
-analyze.py). A task reference is compiled (text artifacts) and assembled (ptxas -v) through the
-toolrunner's `tools.compile` / `tools.ptxas_info` first; SASS is not fetched yet (the sass tool returns
-parsed instructions, decompose() reads nvdisasm text), so the decomposition says SASS was skipped."""
+analyze.py). A task reference is compiled (text artifacts) through the toolrunner's `tools.compile` first;
+then, from the compile cache and concurrently, `tools.ptxas_info` (ptxas -v), `tools.sass` (nvdisasm -gi
+text, for per-line SASS correlation) and `tools.load_task` (FLOP/byte formulas). A tool that fails costs
+only its part: the decomposition's warnings say which and why."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import msgspec
@@ -44,19 +46,26 @@ async def setup(runtime: ServiceRuntime) -> None:
                 msgspec.json.encode(analyze.failed(bad, ToolError(code="invalid_request", message=str(e))))
             )
             return
-        inp = analyze.parse(req)
+        inp, notes = analyze.parse(req), []
         if isinstance(inp, analyze.TaskRef):
             ref = {"task_path": inp.task_path, "config": inp.config, "kernel": inp.kernel, "shape": inp.shape}
             comp = await tool("compile", ref | {"include_text": True}, req)
             if not comp.ok or comp.result is None:
                 inp = comp.error or ToolError(code="failed", message="compile gave no result")
             else:
-                ptx = await tool("ptxas_info", ref, req)
-                inp = analyze.task_input(inp, comp.result, ptx.result if ptx.ok else None)
+                ptx, sass, task = await asyncio.gather(
+                    tool("ptxas_info", ref, req),
+                    tool("sass", analyze.sass_args(inp), req),
+                    tool("load_task", {"path": inp.task_path}, req),
+                )
+                notes = analyze.tool_notes({"ptxas_info": ptx, "sass": sass, "load_task": task})
+                inp = analyze.task_input(
+                    inp, comp.result, *(r.result if r.ok else None for r in (ptx, sass, task))
+                )
         out = (
             analyze.failed(req, inp)
             if isinstance(inp, ToolError)
-            else analyze.answer(req, inp, time.perf_counter() - t0)
+            else analyze.answer(req, inp, time.perf_counter() - t0, notes)
         )
         await msg.respond(msgspec.json.encode(out))
 

@@ -1,25 +1,13 @@
 """The compact IR summary for prompts: one line per node of interest, most important first, <= 750 tokens.
 
-Token rule (no tokenizer is bundled offline): every run of word characters counts ceil(len / 4) tokens,
-every other non-space character one token. BPE tokenizers (cl100k, o200k) merge at least that much on this
-kind of text, so the count is an upper bound for them.
+Tokens are counted with shared/tokens.py's rule (an upper bound for BPE tokenizers), the same rule the
+planner applies to its context.
 """
 
 from __future__ import annotations
 
-import math
-import re
-
+from shared.tokens import TOKEN_LIMIT, count_tokens, truncate_lines
 from shared.tools.decompose import Finding, Node, Roofline
-
-TOKEN_LIMIT = 750  # DESIGN.md: IR summary <= 750 tokens in the planner's context
-TOKEN_RULE = "tokens = sum(ceil(len(w)/4) for each \\w+ run) + 1 per other non-space char (upper bound)"
-_PIECE = re.compile(r"\w+|[^\w\s]")
-
-
-def count_tokens(text: str) -> int:
-    return sum(math.ceil(len(p) / 4) if p[0].isalnum() or p[0] == "_" else 1 for p in _PIECE.findall(text))
-
 
 # node ops worth a line, by importance (lower = earlier)
 _RANK = {
@@ -96,6 +84,5 @@ def build(
         if count_tokens(trial) > TOKEN_LIMIT:
             break
         text = trial
-    while count_tokens(text) > TOKEN_LIMIT and "\n" in text:
-        text = text.rsplit("\n", 1)[0]
+    text = truncate_lines(text, TOKEN_LIMIT)
     return text, count_tokens(text)

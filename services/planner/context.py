@@ -4,119 +4,25 @@ State triples ordered by importance for the kernel class, the decomposer's IR su
 line references) and findings, hardware constraints written as rules, and past attempts with verdicts.
 The task is read from its literals (`CONFIG`, `SPACE`, `SHAPES`, ...) with `ast`; it is never imported.
 
-The importance table and the token rule mirror services/telemetry/encoding.py and
-services/decomposer/summary.py: a service imports only shared/ (DESIGN.md, rule 1), so they are restated
-here; moving both into shared/ would leave one copy.
+The kernel classes with their importance order (shared/kernel_classes.py) and the token rule
+(shared/tokens.py) live in shared/, so telemetry and the decomposer use the same ones (DESIGN.md, rule 1).
 """
 
 from __future__ import annotations
 
 import ast
-import math
-import re
 from typing import Literal
 
 import msgspec
 
 from services.planner.patcher import TaskSource
 from shared.gpu_facts import H200, GpuFacts
+from shared.kernel_classes import classify_kernel, order_triples
 from shared.messages import ChangeDescription, Scalar, StateTriple
+from shared.tokens import TOKEN_LIMIT, count_tokens, truncate_lines
 from shared.tools.decompose import Decomposition, Finding
 
-KernelClass = Literal["attention", "gemm", "reduction", "elementwise", "unknown"]
 AttemptStatus = Literal["pending", "pass", "fail", "timeout", "rejected"]
-TOKEN_LIMIT = 750  # DESIGN.md: IR summary <= 750 tokens in the planner's context
-_PIECE = re.compile(r"\w+|[^\w\s]")
-
-# What a planner of each class reads first (same order as telemetry's encoding.IMPORTANCE).
-IMPORTANCE: dict[str, tuple[str, ...]] = {
-    "gemm": (
-        "tensor_core_util",
-        "tc_occupancy",
-        "sm_active",
-        "occupancy",
-        "reg_pressure",
-        "shared_mem_util",
-        "l2_hit_rate",
-        "l2_bandwidth",
-        "dram_bandwidth",
-        "inst_issue_stall",
-        "sm_clock",
-        "power",
-    ),
-    "attention": (
-        "tensor_core_util",
-        "tc_occupancy",
-        "shared_mem_util",
-        "sm_active",
-        "occupancy",
-        "reg_pressure",
-        "dram_bandwidth",
-        "l2_hit_rate",
-        "l2_bandwidth",
-        "inst_issue_stall",
-        "sm_clock",
-        "power",
-    ),
-    "reduction": (
-        "dram_bandwidth",
-        "l2_bandwidth",
-        "l2_hit_rate",
-        "occupancy",
-        "sm_active",
-        "warp_divergence",
-        "shared_mem_util",
-        "inst_issue_stall",
-        "gmem_coalescing",
-        "sm_clock",
-    ),
-    "elementwise": (
-        "dram_bandwidth",
-        "gmem_coalescing",
-        "l2_bandwidth",
-        "l2_hit_rate",
-        "l1_cache_hit",
-        "sm_active",
-        "occupancy",
-        "inst_issue_stall",
-        "sm_clock",
-    ),
-    "unknown": ("sm_active", "gpu_util", "tensor_core_util", "dram_bandwidth", "occupancy", "sm_clock"),
-}
-_TIME_ORDER = {"current": 0, "anomaly_score": 1, "delta_15s": 2, "delta_1m": 3, "trend_5m": 4}
-_CLASSES: tuple[tuple[KernelClass, re.Pattern[str]], ...] = (
-    ("attention", re.compile(r"attn|attention|flash|sdpa|fmha|mha\b", re.IGNORECASE)),
-    ("gemm", re.compile(r"matmul|gemm|\bmm\b|_mm_|bmm|conv|dot|linear", re.IGNORECASE)),
-    ("reduction", re.compile(r"reduc|sum|mean|softmax|norm|argmax|max_|min_|cumsum|scan", re.IGNORECASE)),
-    (
-        "elementwise",
-        re.compile(r"add|mul|copy|relu|gelu|silu|elementwise|cast|transpose|bias|scale", re.IGNORECASE),
-    ),
-)
-
-
-def count_tokens(text: str) -> int:
-    """The decomposer's upper-bound token rule: ceil(len/4) per word run, 1 per other character."""
-    return sum(math.ceil(len(p) / 4) if p[0].isalnum() or p[0] == "_" else 1 for p in _PIECE.findall(text))
-
-
-def classify_kernel(name: str) -> KernelClass:
-    return next((c for c, pat in _CLASSES if pat.search(name)), "unknown")
-
-
-def order_triples(triples: list[StateTriple], kernel_class: str) -> list[StateTriple]:
-    rank = {r: i for i, r in enumerate(IMPORTANCE.get(kernel_class, IMPORTANCE["unknown"]))}
-    return sorted(
-        triples,
-        key=lambda t: (
-            rank.get(t.resource, len(rank)),
-            t.resource,
-            _TIME_ORDER[t.time],
-            t.space != "global_avg",
-            t.space,
-            t.source,
-        ),
-    )
 
 
 class TaskView(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -243,12 +149,6 @@ def _has_dot(d: Decomposition | None, kernel_class: str) -> bool:
     return kernel_class in ("gemm", "attention")
 
 
-def _truncate(text: str, limit: int = TOKEN_LIMIT) -> str:
-    while count_tokens(text) > limit and "\n" in text:
-        text = text.rsplit("\n", 1)[0]
-    return text
-
-
 def build_context(
     task: TaskView,
     kernel: str,
@@ -258,7 +158,7 @@ def build_context(
     gpu: GpuFacts = H200,
 ) -> PlannerContext:
     cls = classify_kernel(kernel or task.primary or task.path)
-    summary = _truncate(decomposition.summary) if decomposition is not None else ""
+    summary = truncate_lines(decomposition.summary, TOKEN_LIMIT) if decomposition is not None else ""
     done = [a for a in attempts or [] if a.status == "pass" and a.score is not None]
     best = max(done, key=lambda a: a.score or 0.0) if done else None
     roof = decomposition.roofline.fraction_of_roof if decomposition is not None else None

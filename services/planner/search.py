@@ -4,7 +4,8 @@ Kernel Tuner's shape: one entry point (`next_configs`), an options record, teste
 recorded timings. tinygrad's lesson: a failed or unmeasured config is a value (None), never an exception.
 
 1. Prune before anything compiles: shared memory per block, threads per block, accumulator registers,
-   blocks per SM (GPU.md's occupancy formula), and the smallest tile `tl.dot` gives a warp.
+   blocks per SM (GPU.md's occupancy formula, shared/occupancy.py), and the smallest tile `tl.dot` gives
+   a warp.
 2. Rank what survives by a prior built from the diagnosis: wgmma eligibility, tile arithmetic intensity,
    pipelining depth, 128 B swizzle rows, waves and the L2 footprint of the grouped order (dot kernels);
    elements per thread and waves (the rest).
@@ -22,6 +23,7 @@ import msgspec
 
 from shared.gpu_facts import H200, GpuFacts
 from shared.messages import Scalar
+from shared.occupancy import blocks_per_sm
 
 Config = dict[str, Scalar]
 LAUNCH = ("num_warps", "num_stages", "maxnreg")
@@ -72,24 +74,6 @@ def tile_keys(config: Mapping[str, Scalar]) -> TileKeys:
     return TileKeys(_find(keys, "M"), _find(keys, "N"), _find(keys, "K"), group, block)
 
 
-def _roundup(x: int, unit: int) -> int:
-    return -(-x // unit) * unit
-
-
-def blocks_per_sm(warps: int, regs: int, smem: int, gpu: GpuFacts = H200) -> int:
-    """GPU.md's occupancy formula (the same one toolrunner's launch_config tool reports)."""
-    per_part = int(gpu.registers_per_sm.value) // int(gpu.register_subpartitions.value)
-    warp_regs = _roundup(max(regs, 1) * 32, int(gpu.register_alloc_unit.value))
-    reg_warps = int(gpu.register_subpartitions.value) * (per_part // warp_regs)
-    smem_block = _roundup(smem + int(gpu.shared_reserved_per_block.value), int(gpu.shared_alloc_unit.value))
-    return min(
-        int(gpu.max_warps_per_sm.value) // warps,
-        int(gpu.max_blocks_per_sm.value),
-        reg_warps // warps,
-        int(gpu.shared_per_sm.value) // smem_block,
-    )
-
-
 class Estimate(msgspec.Struct, kw_only=True):
     smem_bytes: int
     regs: int
@@ -130,7 +114,7 @@ def estimate(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> Estimate:
         total = math.prod(p.full_shape.values()) if p.full_shape else None
         rows = p.full_shape.get("rows")
         programs = rows if rows else (math.ceil(total / blk) if total else None)
-    bps = blocks_per_sm(w, min(regs, 255), smem, gpu)
+    bps = blocks_per_sm(w, min(regs, 255), smem, gpu)  # regs >= REG_OVERHEAD, so >= 1 as the formula needs
     waves = programs / (bps * int(gpu.sm_count.value)) if programs and bps else None
     return Estimate(
         smem_bytes=smem, regs=regs, threads=32 * w, blocks_per_sm=bps, programs=programs, waves=waves

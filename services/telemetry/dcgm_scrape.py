@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.telemetry.nvml_sampler import decode_clock_event_reasons
 from services.telemetry.records import RawMetric, RawSample, SamplerUnavailable
 from shared.messages import AbsentDimension, Resource
+from shared.nvml_clocks import decode_clock_event_reasons
 
 DEFAULT_URL = "http://localhost:9400/metrics"
 

@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from services.telemetry.encoding import KernelClass, classify_kernel
 from services.telemetry.records import RawSample
+from shared.kernel_classes import KernelClass, classify_kernel
 from shared.messages import KernelShare, Resource, StateChangeEvent, StateEventKind, StateTriple
+from shared.nvml_clocks import CAPPING_REASONS
 
 Direction = Literal["below", "above"]
 
@@ -276,11 +277,9 @@ def l2_miss_spike() -> DropBelowBaseline:
     )
 
 
-# Reasons that lower the clock of a loaded GPU; gpu_idle, applications_clocks_setting, sync_boost and
-# display_clock_setting do not.
-THROTTLE_REASONS = frozenset(
-    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
-)
+# Reasons that lower the clock of a loaded GPU (shared/nvml_clocks.py); gpu_idle,
+# applications_clocks_setting, sync_boost and display_clock_setting do not.
+THROTTLE_REASONS = CAPPING_REASONS
 
 
 @dataclass

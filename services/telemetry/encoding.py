@@ -11,25 +11,23 @@ A time coordinate whose history is too short is left out (never reported as 0). 
 for device-wide readings, "sm_group:<a>-<b>" / "warp_group:<i>" where a source gives them (ncu).
 A resource no source gives becomes an AbsentDimension with the reason.
 
-Ordering puts the triples a planner of that kernel class should read first at the top, and
-`render_compact` writes a vector in few tokens for a prompt.
+Ordering (shared/kernel_classes.py, shared with the planner) puts the triples a planner of that kernel
+class should read first at the top, and `render_compact` writes a vector in few tokens for a prompt.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
-from typing import Literal, get_args
+from typing import get_args
 
 from services.telemetry.records import RawSample
+from shared.kernel_classes import RESOURCES, KernelClass, classify_kernel, order_triples
 from shared.messages import AbsentDimension, KernelShare, Resource, StateTriple, StateVector, TimeAxis
 
-KernelClass = Literal["attention", "gemm", "reduction", "elementwise", "unknown"]
-RESOURCES: tuple[Resource, ...] = get_args(Resource)
 TIME_AXIS: tuple[TimeAxis, ...] = get_args(TimeAxis)
 
 # Why a dimension is absent when the sampler says nothing about it (GPU.md, "Where each state dimension
@@ -179,112 +177,7 @@ class StateEncoder:
         )
 
 
-# ---------------------------------------------------------------- importance per kernel class
-
-# What a planner should read first. GEMM and attention live on the tensor pipe (GPU.md: a plain Triton
-# matmul reaches 89 TFLOP/s at 32x32x32 and 688 at 128x256x64, the tensor pipe makes the difference);
-# reductions and elementwise kernels live on DRAM bandwidth (naive Triton add reaches 4.3 of 4.35 TB/s).
-IMPORTANCE: dict[KernelClass, tuple[Resource, ...]] = {
-    "gemm": (
-        "tensor_core_util",
-        "tc_occupancy",
-        "sm_active",
-        "occupancy",
-        "reg_pressure",
-        "shared_mem_util",
-        "l2_hit_rate",
-        "l2_bandwidth",
-        "dram_bandwidth",
-        "inst_issue_stall",
-        "sm_clock",
-        "power",
-    ),
-    "attention": (
-        "tensor_core_util",
-        "tc_occupancy",
-        "shared_mem_util",
-        "sm_active",
-        "occupancy",
-        "reg_pressure",
-        "dram_bandwidth",
-        "l2_hit_rate",
-        "l2_bandwidth",
-        "inst_issue_stall",
-        "sm_clock",
-        "power",
-    ),
-    "reduction": (
-        "dram_bandwidth",
-        "l2_bandwidth",
-        "l2_hit_rate",
-        "occupancy",
-        "sm_active",
-        "warp_divergence",
-        "shared_mem_util",
-        "inst_issue_stall",
-        "gmem_coalescing",
-        "sm_clock",
-    ),
-    "elementwise": (
-        "dram_bandwidth",
-        "gmem_coalescing",
-        "l2_bandwidth",
-        "l2_hit_rate",
-        "l1_cache_hit",
-        "sm_active",
-        "occupancy",
-        "inst_issue_stall",
-        "sm_clock",
-    ),
-    "unknown": ("sm_active", "gpu_util", "tensor_core_util", "dram_bandwidth", "occupancy", "sm_clock"),
-}
-TIME_ORDER: dict[str, int] = {"current": 0, "anomaly_score": 1, "delta_15s": 2, "delta_1m": 3, "trend_5m": 4}
-
-# Name patterns, first match wins (attention before gemm: flash-attention kernels contain "matmul"-like
-# parts; reduction before elementwise: "softmax" and "layernorm" reduce along a row).
-_CLASS_PATTERNS: tuple[tuple[KernelClass, re.Pattern[str]], ...] = (
-    ("attention", re.compile(r"attn|attention|flash|sdpa|fmha|mha\b", re.IGNORECASE)),
-    ("gemm", re.compile(r"matmul|gemm|\bmm\b|_mm_|bmm|conv|dot|linear", re.IGNORECASE)),
-    (
-        "reduction",
-        re.compile(r"reduc|sum|mean|softmax|norm|argmax|max_|min_|cumsum|scan|histogram", re.IGNORECASE),
-    ),
-    (
-        "elementwise",
-        re.compile(
-            r"add|mul|copy|relu|gelu|silu|swiglu|elementwise|cast|fill|transpose|bias|"
-            r"dropout|scale",
-            re.IGNORECASE,
-        ),
-    ),
-)
-
-
-def classify_kernel(name: str) -> KernelClass:
-    """A kernel class from its name; "unknown" when nothing matches (the task file can say better)."""
-    for cls, pat in _CLASS_PATTERNS:
-        if pat.search(name):
-            return cls
-    return "unknown"
-
-
-def order_triples(triples: Iterable[StateTriple], kernel_class: KernelClass) -> list[StateTriple]:
-    """Triples sorted by the class's importance, then time axis (current first), then space (global
-    first). Resources the class does not list keep their Resource-literal order after the listed ones."""
-    rank = {r: i for i, r in enumerate(IMPORTANCE[kernel_class])}
-    base = len(rank)
-    pos = {r: i for i, r in enumerate(RESOURCES)}
-
-    def key(t: StateTriple) -> tuple[int, int, int, str, str]:
-        return (
-            rank.get(t.resource, base + pos[t.resource]),
-            TIME_ORDER[t.time],
-            0 if t.space == "global_avg" else 1,
-            t.space,
-            t.source,
-        )
-
-    return sorted(triples, key=key)
+# ---------------------------------------------------------------- kernel class of a vector
 
 
 def hot_kernel_class(vector: StateVector) -> KernelClass:

@@ -19,6 +19,7 @@ from typing import Any
 
 from services.telemetry.records import RawMetric, RawSample, SamplerUnavailable
 from shared.messages import AbsentDimension, Resource
+from shared.nvml_clocks import decode_clock_event_reasons
 
 # GPM metric id -> (resource, unit, scale to our unit). Ids from pynvml NVML_GPM_METRIC_*.
 # 20/21 and 60/61 are summed into one bandwidth each (tx + rx); MiB/s -> GB/s is 1048576 / 1e9.
@@ -34,34 +35,6 @@ GPM_SUMMED: dict[Resource, tuple[tuple[int, int], str, float]] = {
     "nvlink_bw": ((60, 61), "GB/s", _MIB_S_TO_GB_S),  # NVLINK_TOTAL_RX + NVLINK_TOTAL_TX (MiB/s)
 }
 GPM_IDS: tuple[int, ...] = (2, 3, 5, 10, 20, 21, 60, 61)
-
-# NVML clocks-event reason bits (pynvml nvmlClocksEventReason*). Idle, application clocks, sync boost
-# and display clocks do not slow a running kernel below what was asked for, so detectors ignore them.
-CLOCK_EVENT_BITS: dict[int, str] = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
-
-
-def decode_clock_event_reasons(mask: int) -> list[str]:
-    """Names of the set bits, lowest first; an unknown bit is kept as "bit_0x...". 0 -> []."""
-    names = [name for bit, name in CLOCK_EVENT_BITS.items() if mask & bit]
-    unknown = mask & ~sum(CLOCK_EVENT_BITS)
-    bit = 1
-    while unknown:
-        if unknown & bit:
-            names.append(f"bit_{bit:#x}")
-            unknown &= ~bit
-        bit <<= 1
-    return names
-
 
 def gpm_metrics(
     values: dict[int, float], errors: dict[int, str]

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 
 import msgspec
 
-from services.telemetry.encoding import KernelClass
 from services.telemetry.state import StateManager
 from services.telemetry.wire import launch_records, raw_sample
+from shared.kernel_classes import KernelClass
 from shared.messages import DeviceSample, LaunchBatch, Message
 from shared.subjects import state_event_subject, telemetry_subject, token
 

@@ -2,9 +2,10 @@
 
 Consumes DeviceSamples on `telemetry.samples.<shard>.>` (its own sampler's, `kpilot replay`'s) and
 LaunchBatches on `telemetry.launches.<shard>` (the workload SDK's); publishes a StateVector per sample on
-`telemetry.state.<node>.<gpu>` and StateChangeEvents on `events.state.<kind>.<node>.<gpu>`. The device
-sampler (NVML, or dcgm-exporter with --dcgm) publishes onto the samples subject, so what the detectors see
-is exactly what `kpilot record` records. Sharding: one instance per node set, `--shard NODE` (see
+`telemetry.state.<node>.<gpu>` and StateChangeEvents on `events.state.<kind>.<node>.<gpu>`; answers
+`profile.kernel` with one kernel's ncu counters (profile_endpoint.py, via `tools.ncu_profile`). The
+device sampler (NVML, or dcgm-exporter with --dcgm) publishes onto the samples subject, so what the
+detectors see is exactly what `kpilot record` records. Sharding: one instance per node set, `--shard NODE` (see
 benchmarks/bench_telemetry.py, "Sharding"); all instances of one shard would split a GPU's samples.
 """
 
@@ -19,12 +20,14 @@ import msgspec
 
 from services.telemetry.outbox import Outbox
 from services.telemetry.pipeline import Pipeline
+from services.telemetry.profile_endpoint import handler as profile_handler
 from services.telemetry.records import RawSample, SamplerUnavailable
 from services.telemetry.sampling import open_sampler, sample_loop
 from services.telemetry.wire import sample_message
 from shared.messages import DeviceSample, LaunchBatch
 from shared.service import ServiceRuntime
-from shared.subjects import sample_subject, token
+from shared.subjects import KERNEL_PROFILE, sample_subject, token
+from shared.toolclient import BusToolClient
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
@@ -84,5 +87,7 @@ async def setup(runtime: ServiceRuntime) -> None:
             await asyncio.sleep(2.0)
 
     runtime.spawn(report(), "telemetry-report")
+    await runtime.add_endpoint("profile", KERNEL_PROFILE, profile_handler(
+        BusToolClient(runtime.bus), runtime.bus.publish, source=runtime.name))
     if sampler is not None:
         runtime.spawn(sample_loop(sampler, period, emit, on_error), "telemetry-sampler")

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from services.telemetry.detectors import DetectorBank
-from services.telemetry.encoding import KernelClass, StateEncoder
+from services.telemetry.encoding import StateEncoder
 from services.telemetry.records import LaunchRecord, RawSample
 from services.telemetry.sdk import kernel_shares
+from shared.kernel_classes import KernelClass
 from shared.messages import StateChangeEvent, StateVector
 
 

@@ -1,9 +1,8 @@
 """Exact theoretical occupancy, waves and tail effect of one launch (GPU.md's formula). Pure.
 
-blocks/SM = min(floor(64 / W), 32, floor(4 * floor(16384 / roundup(R * 32, 256)) / W),
-                floor(C / roundup(S + 1024, 128)))
-for W warps per block, R registers per thread, S shared bytes per block and carveout C. Checked against
-ncu's launch__occupancy_limit_* rows of the H200 fixture (tests/toolrunner/test_launch_config.py).
+The formula itself is shared/occupancy.py (the planner's config search uses it too); this module checks a
+request, reports each limit with its arithmetic, and adds waves and the tail effect. Checked against ncu's
+launch__occupancy_limit_* rows of the H200 fixture (tests/toolrunner/test_launch_config.py).
 """
 
 from __future__ import annotations
@@ -11,11 +10,8 @@ from __future__ import annotations
 import math
 
 from shared.gpu_facts import GpuFacts
+from shared.occupancy import block_limits
 from shared.tools.launch import LaunchConfigInput, LaunchConfigOutput, Limiter, OccupancyLimit
-
-
-def _roundup(x: int, unit: int) -> int:
-    return -(-x // unit) * unit
 
 
 def check_launch(req: LaunchConfigInput, gpu: GpuFacts) -> list[str]:
@@ -53,36 +49,33 @@ def launch_config(req: LaunchConfigInput, gpu: GpuFacts) -> LaunchConfigOutput:
     if problems:
         raise ValueError("; ".join(problems))
     w, r, s = req.num_warps, req.registers_per_thread, req.shared_mem_bytes
-    carveout = req.shared_carveout_bytes
-    if carveout is None:
-        carveout = int(gpu.shared_per_sm.value)
+    b = block_limits(w, r, s, gpu, req.shared_carveout_bytes)
+    carveout, smem_block = b.carveout, b.shared_block_bytes
+    warp_regs, reg_warps = b.warp_registers, b.register_warps
     max_warps = int(gpu.max_warps_per_sm.value)
     parts = int(gpu.register_subpartitions.value)
     regs_per_part = int(gpu.registers_per_sm.value) // parts
-    warp_regs = _roundup(r * 32, int(gpu.register_alloc_unit.value))
-    reg_warps = parts * (regs_per_part // warp_regs)
-    smem_block = _roundup(s + int(gpu.shared_reserved_per_block.value), int(gpu.shared_alloc_unit.value))
     limits = [
         OccupancyLimit(
             resource="warps",
-            blocks_per_sm=max_warps // w,
+            blocks_per_sm=b.warps,
             detail=f"floor({max_warps} warps / {w} warps per block)",
         ),
         OccupancyLimit(
             resource="blocks",
-            blocks_per_sm=int(gpu.max_blocks_per_sm.value),
+            blocks_per_sm=b.blocks,
             detail=f"{int(gpu.max_blocks_per_sm.value)} blocks per SM",
         ),
         OccupancyLimit(
             resource="registers",
-            blocks_per_sm=reg_warps // w,
+            blocks_per_sm=b.registers,
             detail=f"{parts} * floor({regs_per_part} / roundup({r} * 32, "
             f"{int(gpu.register_alloc_unit.value)}) = {warp_regs}) = {reg_warps} warps "
             f"/ {w} warps per block",
         ),
         OccupancyLimit(
             resource="shared_mem",
-            blocks_per_sm=carveout // smem_block,
+            blocks_per_sm=b.shared_mem,
             detail=f"floor({carveout} carveout / roundup({s} + "
             f"{int(gpu.shared_reserved_per_block.value)}, "
             f"{int(gpu.shared_alloc_unit.value)}) = {smem_block})",

@@ -108,6 +108,7 @@ def run(req: SassInput) -> SassOutput:
         kernels=kernels,
         cubin_sha256=hashlib.sha256(data).hexdigest(),
         compile_cache_key=cache_key,
+        text=res.text if req.include_text else "",
     )
 
 
@@ -117,7 +118,8 @@ SPEC = ToolSpec(
     description="Disassemble a cubin or a task's compiled kernel (nvdisasm with source lines, or cuobjdump): "
     "per kernel the instructions {addr, opcode, operands, predicate, file, line}, an opcode "
     "histogram and a summary of global load/store widths (LDG.E.128 ...), cp.async/TMA, shared "
-    "and local (spill) traffic, HGMMA/HMMA, barriers, atomics, shuffles and branches.",
+    "and local (spill) traffic, HGMMA/HMMA, barriers, atomics, shuffles and branches; include_text "
+    "adds the disassembly text itself.",
     input=SassInput,
     output=SassOutput,
     run=run,

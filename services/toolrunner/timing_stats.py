@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from shared.nvml_clocks import CAPPING_MASK, CLOCK_EVENT_BITS
 from shared.tools.bench import TimingStats
 
 # do_bench_cudagraph is worth its capture cost below ~10 us per call, where host launch overhead
@@ -114,27 +115,14 @@ def calls_per_graph(estimate_ms: float) -> int:
     return max(1, min(1000, math.ceil(GRAPH_SAMPLE_MS / estimate_ms)))
 
 
-# NVML clock-event reason bits (nvml.h nvmlClocksEventReason*; pynvml nvmlClocksThrottleReason*).
-CLOCK_REASONS: dict[int, str] = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
-# Thermal or power capping: GPU.md says drop samples taken under these.
-CAPPING_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 # Keep at least this many samples; fewer unthrottled ones means the whole run was capped, which is
 # itself the result to report (throttled_kept) rather than a median of 2 samples.
 MIN_KEPT = 10
 
 
 def reason_names(mask: int) -> list[str]:
-    return [name for bit, name in CLOCK_REASONS.items() if mask & bit]
+    """Names of the known set bits (shared/nvml_clocks.py); an unknown bit stays only in the mask."""
+    return [name for bit, name in CLOCK_EVENT_BITS.items() if mask & bit]
 
 
 def drop_capped(samples: Sequence[float], masks: Sequence[int | None]) -> tuple[list[float], int, bool]:

@@ -98,6 +98,9 @@ class SassInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # nvdisasm -c -gi gives source lines per instruction; cuobjdump -sass gives none.
     disassembler: Disassembler = "nvdisasm"
     include_instructions: bool = True  # False = histogram and summary only (a much smaller record)
+    # True = also return the disassembler's text verbatim (SassOutput.text): the decomposer reads it for
+    # per-source-line correlation (services/decomposer/sass.py), so the parsing stays in one place.
+    include_text: bool = False
 
 
 class SassInstruction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -146,3 +149,4 @@ class SassOutput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     kernels: list[SassKernel]
     cubin_sha256: str = ""  # of the bytes disassembled (the compile tool's artifact key in task mode)
     compile_cache_key: str = ""  # task mode: the compile this cubin came from
+    text: str = ""  # include_text: the disassembly as printed (every kernel in the binary)

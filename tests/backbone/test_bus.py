@@ -13,7 +13,7 @@ import pytest
 from shared.bus import Bus, BusError
 from shared.messages import DeadLetter, Heartbeat, JobUpdate, Message
 from shared.natsserver import EmbeddedServer, NatsServerError, free_port
-from shared.subjects import dlq_subject, patch_subject
+from shared.subjects import patch_subject
 from tests.conftest import BusFactory
 
 

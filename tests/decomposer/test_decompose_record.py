@@ -11,7 +11,7 @@ import msgspec
 
 from services.decomposer.decompose import decompose
 from services.decomposer.roofline import classify
-from services.decomposer.summary import TOKEN_LIMIT, count_tokens
+from shared.tokens import TOKEN_LIMIT, count_tokens
 from shared.tools.decompose import Artifacts, Decomposition, DeviceFacts, DynamicEvidence
 
 NCU_DETAILS = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "ncu_details.txt"

@@ -37,6 +37,7 @@ def test_trace_to_verified_patch(tmp_path: Path) -> None:
         tail = _run("services.kpilot", "tail", *subjects, "--json", "--since", "1h", "--timeout", "15",
                     "--nats", url, timeout=90)
         msgs = [json.loads(line) for line in tail.stdout.splitlines()]
+        funnel = json.loads(_run("services.kpilot", "funnel", "--json", "--nats", url, timeout=60).stdout)
     finally:
         _run("services.kpilot", "down", "--port", str(port), "--state-dir", state, timeout=60)
     by_id = {m["data"]["id"]: m["data"] for m in msgs if isinstance(m["data"], dict) and "id" in m["data"]}
@@ -49,6 +50,10 @@ def test_trace_to_verified_patch(tmp_path: Path) -> None:
     for step in ("telemetry_sample", "state_vector", "trigger", "change", "verdict:static", "verdict:micro"):
         assert step in steps, steps
     assert any("wgmma_not_used" in link["summary"] for link in patch["evidence_chain"])  # the diagnosis
+    layers = {c["layer"]: c for c in funnel["overall"]["layers"]}
+    overall = funnel["overall"]
+    assert overall["candidates"] >= 1 and layers["static"]["reached"] == overall["candidates"]
+    assert layers["full"]["skipped"] >= 1 and overall["gpu_seconds"] == 0.0  # no GPU here
     # Walk the patch's causation ids back to a telemetry sample: every id resolves on the streams.
     msg, seen = patch, []
     while msg.get("causation_id"):

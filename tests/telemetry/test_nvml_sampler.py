@@ -7,8 +7,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from services.telemetry.nvml_sampler import NvmlSampler, decode_clock_event_reasons, gpm_metrics
+from services.telemetry.nvml_sampler import NvmlSampler, gpm_metrics
 from services.telemetry.records import RawSample, SamplerUnavailable
+from shared.nvml_clocks import decode_clock_event_reasons
 
 
 def _has_nvml_gpu() -> bool:

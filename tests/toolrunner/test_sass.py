@@ -127,6 +127,16 @@ def test_tool_run_summary_only() -> None:
     assert k.instructions == [] and k.summary.hgmma == 4
 
 
+def test_include_text_returns_the_nvdisasm_text_with_line_info() -> None:
+    cubin = str(SASS / "add_kernel.cubin")
+    assert SPEC.run(SassInput(cubin_path=cubin)).text == ""  # off by default: the record stays small
+    out = SPEC.run(SassInput(cubin_path=cubin, include_text=True, include_instructions=False))
+    # The same text the parsed record came from (nvdisasm -c -gi), as the fixture captured it.
+    assert kernels_from_text(out.text, include_instructions=False) == out.kernels
+    assert '//## File "' in out.text and ".text.add_kernel:" in out.text
+    assert out.text.count("LDG.E.128") == 4
+
+
 def test_task_mode_compiles_with_the_compile_tool_then_disassembles() -> None:
     task = str(SASS.parents[2] / "examples" / "vector_add.py")
     out = SPEC.run(SassInput(task_path=task, config={"BLOCK": 1024}, include_instructions=False))

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from services.toolrunner.workers._io import read_request, write_result
+from services.toolrunner.workers._tensors import output_tensors
 from shared.messages import Scalar
 
 Role = Literal["candidate", "reference"]
@@ -62,16 +63,6 @@ class CorrectnessWorkerResult(msgspec.Struct, kw_only=True, forbid_unknown_field
 
 
 BF16_ON_CPU = "not checked on CPU: bf16 unsupported by the interpreter"
-
-
-def _tensors(value: Any) -> list[Any] | None:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
-        return list(value)
-    return None
 
 
 def _digest(inputs: Any) -> tuple[str, str]:
@@ -144,7 +135,7 @@ def _run_case(req: CorrectnessWorkerInput, runtime: Any, case: CaseSpec, out_dir
         return out
     out.seconds = time.perf_counter() - start
     out.inputs_modified = _digest(inputs)[0] != out.input_digest
-    tensors = _tensors(value)
+    tensors = output_tensors(value)
     if tensors is None:
         out.reason = (f"{'launch' if req.role == 'candidate' else 'reference'} returned "
                       f"{type(value).__name__}; return a tensor or a tuple of tensors")

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import msgspec
 
 from services.toolrunner.workers._io import read_request, write_result
+from services.toolrunner.workers._tensors import output_tensors
 from shared.messages import Scalar
 
 Role = Literal["candidate", "reference"]
@@ -268,16 +269,6 @@ def op_recorder() -> Any:
     return Recorder()
 
 
-def _tensors(value: Any) -> list[Any] | None:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
-        return list(value)
-    return None
-
-
 def _digest(inputs: Any) -> str:
     import torch
 
@@ -361,7 +352,7 @@ def run_reference(req: HonestyWorkerInput, runtime: Any, out_dir: Path) -> list[
             rec.reason = f"reference raised {_reason(e)}"
             records.append(rec)
             continue
-        tensors = _tensors(value)
+        tensors = output_tensors(value)
         if tensors is None:
             rec.reason = f"reference returned {type(value).__name__}; return a tensor or a tuple of tensors"
         else:
@@ -406,7 +397,7 @@ class CandidateProbe:
             return rec
         rec.torch_ops = sorted(recorder.ops)
         rec.triton_launches = (self.counter.count - launches) if self.counter else None
-        tensors = _tensors(value)
+        tensors = output_tensors(value)
         if tensors is None:
             rec.reason = f"launch returned {type(value).__name__}; return a tensor or a tuple of tensors"
             return rec
