@@ -103,6 +103,18 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
                        f"`kpilot status` answers.") from e
 
 
+def schema_violations(data: bytes) -> str:
+    """Every JSON Schema violation of an invalid message, for its dead letter (what a client in another
+    language needs to fix it); '' when the payload is not JSON at all."""
+    from shared.schemagen import validate_message
+    try:
+        doc = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return ""
+    found = validate_message(doc)
+    return ("; schema violations: " + "; ".join(found)) if found else ""
+
+
 def _redact(url: str) -> str:
     if "@" not in url:
         return url
@@ -193,7 +205,7 @@ class Bus:
             try:
                 msg = decode(raw.data, msg_type)
             except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                await self.dead_letter(raw, f"invalid message: {e}", deliveries)
+                await self.dead_letter(raw, f"invalid message: {e}{schema_violations(raw.data)}", deliveries)
                 stats.dead_lettered += 1
                 await raw.term()
                 return

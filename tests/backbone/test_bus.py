@@ -60,6 +60,7 @@ async def test_malformed_message_is_dead_lettered_and_consumer_keeps_serving(mak
     assert {dl.original_subject for dl in letters} == {"ops.heartbeat.ping"}  # type: ignore[attr-defined]
     reasons = " | ".join(dl.reason for dl in letters)  # type: ignore[attr-defined]
     assert "invalid message" in reasons and "source" in reasons
+    assert "schema violations: source: 7 is not of type 'string'" in reasons  # jsonschema's words
     assert any(dl.payload == "{not json" for dl in letters)  # type: ignore[attr-defined]
     assert svc.consumers["planner-hb"].dead_lettered == 2
 
