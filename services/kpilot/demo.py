@@ -1,9 +1,10 @@
 """The main job `make run` runs against a stack that `kpilot up` started.
 
 1. Register the example kernel tasks in the kernel registry (so telemetry can name them).
-2. Feed telemetry: on a machine with a GPU, run the example workload live would be the source; here the
-   recorded H200 trace `examples/traces/h200_poor_matmul_lowbw.jsonl` (a matmul in its untuned 32x32x32
-   config, then an under-occupied copy) is replayed into the telemetry service, whose detectors fire
+2. Feed telemetry: the recorded H200 trace `examples/traces/h200_poor_matmul_lowbw.jsonl` (a matmul in
+   its untuned 32x32x32 config, then an under-occupied copy) is replayed into the telemetry service; the
+   demo always replays, also on a GPU machine (driving a live workload there is not built yet). Its
+   detectors fire
    `events.state.tc_underutilization...` naming the hot kernel `matmul_kernel`.
 3. The planner opens a job for it, the verifier runs the funnel (on a CPU machine: static checks and
    interpreter correctness; timing says "not measured: no GPU"), the critic publishes verified patches.

@@ -7,7 +7,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import nats
 import pytest
 
 from shared.bus import Bus, BusError
@@ -201,7 +200,3 @@ async def test_request_without_responder_names_the_fix(make_bus: BusFactory) -> 
     op = await make_bus("operator")
     with pytest.raises(BusError, match="no service answers"):
         await op.request("tools.compile", Heartbeat(source="x"), Heartbeat, timeout_s=1.0)
-
-
-def test_nats_client_library_is_real() -> None:
-    assert nats.__name__ == "nats"  # the tests use nats-py against nats-server, not a fake
