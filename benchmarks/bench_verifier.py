@@ -9,7 +9,12 @@ faster; a verifier that calls it wrong, unstable or impossible is the error). Wr
 $KPILOT_FIXTURE_OUT/bench_verifier.json when set). On a machine without a GPU it still runs and says
 "not measured: no GPU" for the timing layers, which makes the false-reject figure a CPU-only one.
 
+Order: one honest run per task, then the cheats, then the remaining repeats task by task, so a run cut
+short by `--budget-s` still covers every task and every cheat. Once the budget is spent no new funnel run
+starts (the one under way finishes); the JSON says how many runs were planned and done and which were not.
+
     .venv/bin/python benchmarks/bench_verifier.py --out benchmarks/results/bench_verifier.json
+    .venv/bin/python benchmarks/bench_verifier.py --repeats 2 --budget-s 150 --out /tmp/bv.json  # H200
 """
 
 from __future__ import annotations
@@ -45,7 +50,16 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tasks", nargs="+", default=list(HONEST))
     ap.add_argument("--no-cheats", action="store_true")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="start no new funnel run after this many seconds (default: no limit); what ran is written",
+    )
     args = ap.parse_args()
+    unknown = sorted(set(args.tasks) - set(HONEST))
+    if unknown:
+        ap.error(f"--tasks {unknown}: not known; choose from {', '.join(HONEST)}")
 
     import msgspec
 
@@ -88,13 +102,25 @@ def main() -> int:
         )
         return rec
 
+    # (task, cheat or None for the honest config change), in the order they run.
+    plan: list[tuple[str, str | None]] = [(task, None) for task in args.tasks if args.repeats > 0]
+    if not args.no_cheats:
+        plan += [(task, name) for task in args.tasks for name in CHEATS.get(task, [])]
+    plan += [(task, None) for task in args.tasks for _ in range(args.repeats - 1)]
     honest, cheats = [], []
+    not_run: list[dict] = []
     t0 = time.monotonic()
-    for task in args.tasks:
-        for _ in range(args.repeats):
+    for task, cheat in plan:
+        if args.budget_s is not None and time.monotonic() - t0 >= args.budget_s:
+            not_run.append({"task": task, "candidate": cheat or "config change"})
+            continue
+        if cheat is None:
             honest.append(run(task, None, HONEST[task]))
-        if not args.no_cheats:
-            cheats += [run(task, name, {}) for name in CHEATS.get(task, [])]
+        else:
+            cheats.append(run(task, cheat, {}))
+    if not_run:
+        print(f"budget {args.budget_s:g} s spent: {len(not_run)} of {len(plan)} runs not started",
+              file=sys.stderr)
 
     def false_reject(rec: dict) -> bool:
         last = rec["layers"][-1]
@@ -116,6 +142,10 @@ def main() -> int:
 
     all_verdicts = [msgspec.convert(v, Verdict) for r in honest + cheats for v in r["verdicts"]]
     result = {
+        "runs_planned": len(plan),
+        "runs_done": len(honest) + len(cheats),
+        "budget_s": args.budget_s,
+        "not_run": not_run,
         "honest_runs": len(honest),
         "false_rejects": len(rejected),
         "false_reject_rate": len(rejected) / len(honest) if honest else None,
@@ -144,7 +174,17 @@ def main() -> int:
         (Path(out) / "bench_verifier.json").write_text(text)
     print(
         json.dumps(
-            {k: result[k] for k in ("honest_runs", "false_rejects", "false_reject_rate", "per_layer_honest")},
+            {
+                k: result[k]
+                for k in (
+                    "runs_planned",
+                    "runs_done",
+                    "honest_runs",
+                    "false_rejects",
+                    "false_reject_rate",
+                    "per_layer_honest",
+                )
+            },
             indent=1,
         )
     )

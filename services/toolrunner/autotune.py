@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from services.toolrunner.bench import check_task
-from services.toolrunner.ncu_profile import load
+from services.toolrunner.bench import check_task, load
 from services.toolrunner.nvtools import require_gpu
 from services.toolrunner.sandbox import Limits, run_worker
 from services.toolrunner.tool import ToolFailure, ToolSpec

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from services.toolrunner.bench import check_task, run_bench_worker
-from services.toolrunner.ncu_profile import load
+from services.toolrunner.bench import check_task, load, run_bench_worker
 from services.toolrunner.nvtools import require_gpu
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.bench import BenchJob

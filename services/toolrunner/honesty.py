@@ -17,7 +17,7 @@ import msgspec
 from services.toolrunner.correctness import CPU_MEMORY_MB, gpu_count
 from services.toolrunner.output_compare import compare_arrays, describe_failure
 from services.toolrunner.sandbox import Limits, run_worker
-from services.toolrunner.tasks import TaskError, load_task
+from services.toolrunner.tasks import TaskError, load_task_cached
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.honesty import CallRecord, HonestyWorkerInput, HonestyWorkerResult
 from shared.messages import Scalar
@@ -43,8 +43,11 @@ CHECKS = (
 
 
 def _load(path: str, what: str) -> TaskManifest:
+    # Cached by path + content hash: the funnel's load_task and compile already loaded these files,
+    # and each load is a sandboxed import (1.2-1.9 s on 2 cores, benchmarks/profile_funnel.py); an
+    # edited file has a new hash and is loaded anew.
     try:
-        return load_task(path)
+        return load_task_cached(path)
     except TaskError as e:
         raise ToolFailure("refused", f"{what}: {e}", e.problems) from e
 

@@ -53,11 +53,28 @@ def honesty_reasons(out: HonestyOutput) -> list[str]:
     return [f"cheat: {f.kind}: {f.detail}" + (f" (call {f.trial})" if f.trial else "") for f in out.findings]
 
 
+# p20 and p80 of a normal distribution lie 0.8416 standard deviations either side of its median.
+Z80 = 0.8416
+
+
+def robust_cv(out: BenchOutput) -> float:
+    """The CV a normal distribution with this p20-p80 spread would have: (p80 - p20) / (2 * 0.8416) / median.
+
+    The plain CV is the stability figure GPU.md names, but on the H200 (run 6) a few host-delayed graph
+    replays made it 42.7 % (honest vector_add) and 13.9 % (honest matmul) while p20-p80 spanned 0.7-3.7 % of
+    the median: the tail, not the candidate, set it. This estimate keeps the 3 % bar for the bulk of the
+    samples; a bimodal candidate (work on a side stream, a background thread) still widens p20-p80.
+    """
+    st = out.stats
+    return (st.p80_ms - st.p20_ms) / (2 * Z80) / st.median_ms if st.median_ms > 0 else float("inf")
+
+
 def cv_measurement(out: BenchOutput, attempt: int) -> Measurement:
     return Measurement(
-        name=f"micro_cv_{attempt}", value=out.stats.cv, unit="", low=out.stats.p20_ms, high=out.stats.p80_ms
+        name=f"micro_cv_{attempt}", value=robust_cv(out), unit=f"robust (p20-p80); plain CV {out.stats.cv:.4f}",
+        low=out.stats.p20_ms, high=out.stats.p80_ms,
     )
 
 
 def stable(out: BenchOutput, max_cv: float) -> bool:
-    return out.stats.cv < max_cv
+    return robust_cv(out) < max_cv

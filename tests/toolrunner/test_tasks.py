@@ -108,6 +108,29 @@ _GOOD = """
 """
 
 
+def test_the_run_tools_share_one_load_per_file_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run_correctness, honesty_probe and the bench tools read manifests through the content-keyed cache:
+    one sandboxed import per file version, and an edited file is imported again."""
+    from services.toolrunner import bench, correctness, honesty, tasks
+
+    loads: list[str] = []
+    real = tasks.load_task
+
+    def counting(path: str | Path, *a: object, **kw: object) -> TaskManifest:
+        loads.append(str(path))
+        return real(path, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tasks, "load_task", counting)
+    path = _write(tmp_path, "shared", _GOOD)
+    first = correctness._load(str(path), "task")
+    assert honesty._load(str(path), "task") == first and bench.load(str(path)) == first
+    assert len(loads) == 1, loads
+    path.write_text(path.read_text().replace('"BLOCK": 128,', '"BLOCK": 256,'))
+    assert bench.load(str(path)).config["BLOCK"] == 256 and len(loads) == 2, loads
+
+
 def _problems(path: Path, limits: Limits | None = None) -> list[str]:
     with pytest.raises(TaskError) as info:
         load_task(path) if limits is None else load_task(path, limits)
