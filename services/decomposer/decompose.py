@@ -10,6 +10,7 @@ from __future__ import annotations
 from services.decomposer import evidence as evm
 from services.decomposer import hardware, roofline, summary
 from services.decomposer import layouts as lay
+from services.decomposer.native import decompose_native
 from services.decomposer.patterns import match
 from services.decomposer.sass import parse_ptxas, parse_sass, per_line
 from services.decomposer.ttgir import Module, Op, parse_ttgir, value_type
@@ -205,8 +206,11 @@ def _extras(ev: evm.Evidence) -> dict[int, str]:
 
 
 def decompose(artifacts: Artifacts, facts: TaskFacts | None = None) -> Decomposition:
-    """Decompose one compiled kernel. Raises ttgir.TtgirError (a ValueError) on text that is not TTGIR."""
+    """Decompose one compiled kernel. Raises ttgir.TtgirError (a ValueError) on text that is not TTGIR;
+    with no TTGIR but PTX (a CUDA C++ kernel) it decomposes PTX/SASS/ptxas (services/decomposer/native.py)."""
     f = facts or TaskFacts()
+    if not artifacts.ttgir.strip() and artifacts.ptx.strip():
+        return decompose_native(artifacts, f)  # CUDA C++: no TTGIR, PTX/SASS/ptxas only
     mod = parse_ttgir(artifacts.ttgir, artifacts.kernel)
     warnings = list(mod.warnings)
     sass = parse_sass(artifacts.sass, mod.func) if artifacts.sass.strip() else None

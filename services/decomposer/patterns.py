@@ -533,6 +533,22 @@ def register_spills_dyn(ev: Evidence) -> Match | None:
     )
 
 
+def local_memory_array(ev: Evidence) -> Match | None:
+    """A stack frame with no spills and LDL/STL in SASS: a per-thread array indexed at run time (CUDA C++;
+    Triton's only stack user is device printf, excluded)."""
+    p = ev.ptxas
+    local = [r for r in ev.sass_lines if r.local_accesses]
+    if p is None or p.stack_frame == 0 or p.spill_stores + p.spill_loads > 0 or not local:
+        return None
+    if any(op.name in ("tt.print", "tt.assert") for op in ev.mod.ops):
+        return None
+    return Match(
+        0.5,
+        [f"{r.file}:{r.line}" for r in local[:3]],
+        [f"ptxas: {p.stack_frame} B stack frame, 0 B spills; SASS LDL/STL on {len(local)} line(s)"],
+    )
+
+
 def _occ(ev: Evidence, limiter: str) -> Match | None:
     if _is_dot_kernel(ev) or ev.theoretical_occupancy is None or ev.occupancy_limiter != limiter:
         return None
@@ -960,15 +976,23 @@ def stall_dominant_dyn(ev: Evidence) -> Match | None:
         for k, v in ev.dyn.items()
         if k.startswith(("smsp__average_warp_latency_issue_stalled_", "smsp__pcsamp_warps_issue_stalled_"))
     }
-    total = ev.ncu("smsp__average_warp_latency_per_inst_issued.ratio") or sum(stalls.values()) or 0
+    # Shares within one family of counters, in one unit: the per-reason stall ratios against their own
+    # sum. (Dividing them by ..._per_inst_issued.ratio, a different unit, gave "shares" of 290-790 on the
+    # H200 and put this symptom above every diagnosis.)
+    family = "smsp__average_warp_latency_issue_stalled_"
+    if not any(k.startswith(family) for k in stalls):
+        family = "smsp__pcsamp_warps_issue_stalled_"
+    stalls = {k: v for k, v in stalls.items() if k.startswith(family)}
+    total = sum(stalls.values())
     if not stalls or total <= 0:
         return None
     name, val = max(stalls.items(), key=lambda kv: kv[1])
     if val / total <= 0.30:  # ncu rule: > 30 % of cycles
         return None
     reason = name.split("stalled_")[-1].split(".")[0]
+    # A stall is a symptom: scored at most 0.3, under the causal patterns it usually accompanies.
     return Match(
-        round(val / total * 0.6, 3),
+        round(val / total * 0.3, 3),
         [],
         [
             (
@@ -993,7 +1017,9 @@ def achieved_occupancy_gap_dyn(ev: Evidence) -> Match | None:
 
 def uncoalesced_sectors_dyn(ev: Evidence) -> Match | None:
     b = ev.ncu("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio")
-    if b is None or b >= 16:  # 32 = every byte of each 32 B sector used
+    # 0 means no LDG ran (loads went through TMA / cp.async, or there were none): nothing to judge. On the
+    # H200 the clean bf16 and tf32 matmuls read 0 and were called uncoalesced before this guard.
+    if b is None or b <= 0 or b >= 16:  # 32 = every byte of each 32 B sector used
         return None
     return Match(round(1 - b / 32, 3), [], [f"ncu: {b:.1f} of 32 bytes used per global load sector"], "high")
 
@@ -1159,6 +1185,13 @@ PATTERNS: tuple[Pattern, ...] = (
         ("set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg"),
         register_spills,
         register_spills_dyn,
+    ),
+    Pattern(
+        "local_memory_array",
+        "a per-thread array indexed at run time lives in local memory (stack frame, no spills)",
+        "medium",
+        ("source_edit",),
+        local_memory_array,
     ),
     Pattern(
         "occupancy_limited_by_registers",

@@ -20,8 +20,9 @@ def case_dirs(bench: bool = False) -> list[Path]:
 def load(case: str | Path) -> tuple[Artifacts, TaskFacts, dict]:
     d = case if isinstance(case, Path) else CORPUS / case
     meta = json.loads((d / "meta.json").read_text())
+    ttgir = d / "kernel.ttgir"  # absent for CUDA C++ cases (capture_cuda_corpus.py)
     art = Artifacts(
-        ttgir=(d / "kernel.ttgir").read_text(),
+        ttgir=ttgir.read_text() if ttgir.is_file() else "",
         ptx=(d / "kernel.ptx").read_text(),
         sass=(d / "kernel.sass").read_text(),
         ptxas_info=(d / "ptxas.txt").read_text(),

@@ -1,16 +1,17 @@
 """Top-1 attribution accuracy and false positives on the planted-bottleneck corpus (static evidence only).
 
 Fixtures: tests/decomposer/corpus/<case>/, captured by tests/decomposer/capture_corpus.py from
-corpus/cases.py (Triton 3.6.0, cuda:90, bundled ptxas/nvdisasm).
+corpus/cases.py (Triton 3.6.0, cuda:90, bundled ptxas/nvdisasm) and, for the cuda_* cases (CUDA C++, no
+TTGIR), by tests/decomposer/capture_cuda_corpus.py from corpus/cuda_cases.py (nvcc 13.0, sm_90).
 """
 
 from __future__ import annotations
 
-from tests.decomposer import decomposer_corpus as corpus_io
 import pytest
 
 from services.decomposer.decompose import decompose
 from services.decomposer.patterns import PATTERNS
+from tests.decomposer import decomposer_corpus as corpus_io
 
 TOP1_TARGET = 0.95  # issue target: top-1 >= 95 % on planted kernels
 
@@ -34,6 +35,13 @@ def test_corpus_size(results: list) -> None:
     assert len(planted) >= 30 and len(clean) >= 6, (len(planted), len(clean))
     known = {p.id for p in PATTERNS}
     assert {r[1] for r in planted} <= known
+
+
+def test_cuda_cpp_cases_are_scored(results: list) -> None:
+    cuda = [r for r in results if r[0].startswith("cuda_")]
+    assert len([r for r in cuda if r[1] is not None]) >= 6 and len([r for r in cuda if r[1] is None]) >= 2
+    for name, _, _ in cuda:
+        assert not (corpus_io.CORPUS / name / "kernel.ttgir").exists(), name  # decomposed without TTGIR
 
 
 def test_top1_accuracy(results: list) -> None:

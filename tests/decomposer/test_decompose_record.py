@@ -6,13 +6,13 @@ import re
 import time
 from pathlib import Path
 
-from tests.decomposer import decomposer_corpus as corpus
 import msgspec
 
 from services.decomposer.decompose import decompose
 from services.decomposer.roofline import classify
 from shared.tokens import TOKEN_LIMIT, count_tokens
 from shared.tools.decompose import Artifacts, Decomposition, DeviceFacts, DynamicEvidence
+from tests.decomposer import decomposer_corpus as corpus
 
 NCU_DETAILS = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "ncu_details.txt"
 
@@ -184,3 +184,26 @@ def test_more_dynamic_and_fact_driven_patterns() -> None:
     # 8192^2 fp32 read + write = 512 MiB: floor 123 us at 4.35 TB/s; 139 us measured (bench.json) is fine
     assert "roofline_far_below" not in pats(measured_s=0.13920813435766877e-3)
     assert "roofline_far_below" in pats(measured_s=1e-3)
+
+
+def test_dynamic_symptoms_stay_under_the_diagnosis_on_real_h200_counters() -> None:
+    """H200 run 5 (bench_decomposer_ncu.py) found two unit bugs; these counters are from real ncu runs."""
+    import json
+    from pathlib import Path
+
+    h200 = Path(__file__).parents[1] / "fixtures" / "h200"
+    metrics = json.loads((h200 / "ncu_profile_matmul.json").read_text())["profile"]["metrics"]
+    ncu = {k: v["value"] for k, v in metrics.items() if isinstance(v.get("value"), (int, float))}
+    issue = ncu["smsp__issue_active.avg.pct_of_peak_sustained_active"] / 100  # the fixture's 20.5 %, per cycle
+    art, facts, _ = corpus.load("clean_transpose_tile")
+    found = {x.pattern: x for x in decompose(art, msgspec.structs.replace(
+        facts, dynamic=DynamicEvidence(ncu={**ncu, "smsp__issue_active.avg.per_cycle_active": issue}))).findings}
+    stall = found["stall_dominant"]  # wait + long_scoreboard dominate the real matmul's stall ratios
+    assert 0 < stall.score <= 0.3 and stall.severity == "medium", stall
+    # The clean bf16 matmul read 0 bytes per sector (no LDG: its loads are TMA/cp.async) in run 5.
+    run5 = json.loads((h200 / "decomposer_ncu" / "run5_bench_decomposer_ncu.json").read_text())
+    clean = next(c for c in run5["cases"] if c["case"] == "clean_matmul_bf16")["key_counters"]
+    assert clean["smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"] == 0.0
+    clean_found = {x.pattern for x in decompose(art, msgspec.structs.replace(
+        facts, dynamic=DynamicEvidence(ncu=clean))).findings}
+    assert "uncoalesced_strided_access" not in clean_found

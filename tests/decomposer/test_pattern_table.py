@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import typing
 
-from tests.decomposer import decomposer_corpus as corpus
-
 from services.decomposer.patterns import PATTERNS, SEVERITY_RANK
 from shared.messages import ChangeKind
 from shared.tools.decompose import Transformation
+from tests.decomposer import decomposer_corpus as corpus
 
 # patterns exercised by a dedicated test instead of a planted corpus kernel (dynamic-only or static
 # patterns Triton 3.6 does not let a small kernel plant): name -> test that covers it

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tests.decomposer import decomposer_corpus as corpus
-
 from services.decomposer.sass import access_bits, parse_ptxas, parse_sass, per_line, ptx_vector_loads
+from tests.decomposer import decomposer_corpus as corpus
 
 
 def test_ptxas_registers_and_spills() -> None:

@@ -1,0 +1,356 @@
+"""PTX read per lane: how each address moves from one lane of a warp to the next. Pure.
+
+For a kernel with no TTGIR (CUDA C++), the PTX is the one text that still has the address arithmetic. One
+pass over the entry's instructions gives every register a lane coefficient: by how much its value
+changes from lane l to lane l+1 of a warp, with %tid.x = 1 per lane (a block of >= 32 threads along x).
+  int   known step (0 = the same for the whole warp, e.g. %ctaid.x or %tid.x >> 5)
+  "S"   a run-time step: a kernel parameter times a lane-varying value (`c * rows`)
+  "IND" derived from loaded data (gather/scatter, data-dependent branch)
+  "NA"  non-linear in the lane (division, masks below 32, ...)
+Each ld/st/atom/red then gets its byte step per lane, its width and the source line of its `.loc`
+(`inlined_at` resolved to the caller's line). Registers are re-assigned in loops; one pass in text order
+is what the compiler's straight-line address code needs (a loop only adds a uniform increment).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+Coef = int | str  # int step, "S", "IND", "NA"
+
+_LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*inlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
+_FILE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"')
+_LABEL = re.compile(r"^(\$?[\w$]+):\s*$")
+_INSTR = re.compile(r"^(@!?%\w+\s+)?([a-z][\w.]*)\s*(.*?);")
+_BITS = {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16, "b32": 32}
+_BITS |= {"u32": 32, "s32": 32, "f32": 32, "b64": 64, "u64": 64, "s64": 64, "f64": 64, "b128": 128}
+_IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)$")
+
+
+@dataclass(frozen=True)
+class PtxInstr:
+    idx: int
+    opcode: str
+    pred: str  # "%p1" / "!%p1" / ""
+    operands: tuple[str, ...]
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class MemAccess:
+    """One ld/st/atom/red: space, byte step per lane, bytes per lane, source line, loop membership."""
+
+    instr: PtxInstr
+    space: str  # global, shared, local
+    kind: str  # load, store, atomic
+    coef: Coef
+    width: int  # bytes per lane
+    two_d: bool  # address has a parameter-scaled term (a row-major 2-D index)
+    in_loop: bool
+
+    @property
+    def line(self) -> int:
+        return self.instr.line
+
+    @property
+    def cls(self) -> str:
+        """contiguous / strided / uniform / indirect / irregular, for the pattern predicates."""
+        c = self.coef
+        if c == 0:
+            return "uniform"
+        if c == "S":
+            return "strided"
+        if c == "IND":
+            return "indirect"
+        if c == "NA":
+            return "irregular"
+        assert isinstance(c, int)
+        return "contiguous" if abs(c) <= self.width else "strided"
+
+    def bank_ways(self) -> int:
+        """Shared-memory bank conflict degree of one warp-wide access (32 banks of 4 B; 1 = none)."""
+        if self.space != "shared" or not isinstance(self.coef, int) or self.coef == 0:
+            return 1
+        words = abs(self.coef) // 4 if abs(self.coef) >= 4 else 0
+        if words == 0:
+            return 1  # sub-word steps: lanes share a word, served by one wavefront
+        return math.gcd(words, 32)
+
+
+@dataclass
+class PtxKernel:
+    name: str
+    instrs: list[PtxInstr] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)
+    files: dict[int, str] = field(default_factory=dict)
+    maxntid: tuple[int, ...] = ()
+    accesses: list[MemAccess] = field(default_factory=list)
+    loops: list[tuple[int, int]] = field(default_factory=list)  # (label idx, backward bra idx)
+    divergent_barriers: list[tuple[PtxInstr, list[PtxInstr]]] = field(default_factory=list)
+    f64_ops: list[PtxInstr] = field(default_factory=list)
+
+    def in_loop(self, idx: int) -> bool:
+        return any(a <= idx <= b for a, b in self.loops)
+
+
+def _entry_body(ptx: str, kernel: str) -> tuple[str, str, str]:
+    """(name, header between `.entry` and `{`, body) of the named entry (the first when "")."""
+    for m in re.finditer(r"\.entry\s+([\w$]+)\s*\(", ptx):
+        name = m.group(1)
+        if kernel and name != kernel:
+            continue
+        start = ptx.find("{", m.end())
+        depth, i = 0, start
+        while i < len(ptx):
+            if ptx[i] == "{":
+                depth += 1
+            elif ptx[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        return name, ptx[m.end() : start], ptx[start + 1 : i]
+    raise ValueError(
+        f"no .entry {kernel!r} in the PTX" if kernel else "no .entry in the PTX: pass the compile tool's PTX"
+    )
+
+
+def parse_ptx(ptx: str, kernel: str = "") -> PtxKernel:
+    name, header, body = _entry_body(ptx, kernel)
+    k = PtxKernel(name=name)
+    for raw in ptx.splitlines():
+        fm = _FILE.match(raw.strip())
+        if fm:
+            k.files[int(fm.group(1))] = fm.group(2)
+    nt = re.search(r"\.maxntid\s+([\d,\s]+)", header)
+    if nt:
+        k.maxntid = tuple(int(x) for x in nt.group(1).replace(" ", "").split(",") if x)
+    file, line = "", 0
+    for raw in body.splitlines():
+        s = raw.strip()
+        if not s or s.startswith("//"):
+            continue
+        lm = _LOC.match(s)
+        if lm:
+            fno, ln = (lm.group(3), lm.group(4)) if lm.group(3) else (lm.group(1), lm.group(2))
+            file, line = k.files.get(int(fno), fno), int(ln)
+            continue
+        lb = _LABEL.match(s)
+        if lb:
+            k.labels[lb.group(1)] = len(k.instrs)
+            continue
+        if s.startswith("."):
+            continue
+        im = _INSTR.match(s)
+        if not im:
+            continue
+        ops = tuple(o.strip() for o in _split_operands(im.group(3)))
+        k.instrs.append(
+            PtxInstr(len(k.instrs), im.group(2), (im.group(1) or "").strip()[1:], ops, file, line)
+        )
+    for ins in k.instrs:
+        if ins.opcode.startswith("bra") and ins.operands and ins.operands[0] in k.labels:
+            tgt = k.labels[ins.operands[0]]
+            if tgt <= ins.idx:
+                k.loops.append((tgt, ins.idx))
+    _lanes(k)
+    return k
+
+
+def _split_operands(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur)
+    return out
+
+
+def _imm(s: str) -> int | None:
+    return int(s, 0) if _IMM.match(s) else None
+
+
+def _add(a: Coef, b: Coef) -> Coef:
+    for worst in ("IND", "NA", "S"):  # a run-time step plus a known one stays a run-time step
+        if worst in (a, b):
+            return worst
+    assert isinstance(a, int) and isinstance(b, int)
+    return a + b
+
+
+def _scale(a: Coef, k: int) -> Coef:
+    if isinstance(a, int):
+        return a * k
+    return a if k else 0
+
+
+def _pow2(c: Coef) -> bool:
+    return isinstance(c, int) and c > 0 and c & (c - 1) == 0
+
+
+def _width(opcode: str) -> int:
+    parts = opcode.split(".")
+    vec = next((int(p[1:]) for p in parts if re.fullmatch(r"v\d", p)), 1)
+    bits = next((_BITS[p] for p in reversed(parts) if p in _BITS), 32)
+    return vec * bits // 8
+
+
+def _lanes(k: PtxKernel) -> None:
+    coef: dict[str, Coef] = {}
+    param: set[str] = set()  # registers holding a kernel parameter or a product with one
+    const: dict[str, int] = {}
+    two_d: set[str] = set()
+    # predicate -> lane-varying (its branch may diverge inside a warp)
+    pvary: dict[str, bool] = {}
+
+    def c(op: str) -> Coef:
+        if _imm(op) is not None:
+            return 0
+        op = op.strip("[]").split("+")[0].strip()
+        if op in ("%tid.x",):
+            return 1
+        if op.startswith("%"):
+            return coef.get(op, 0)
+        return 0  # symbols (shared arrays), special registers other than %tid.x
+
+    def val(op: str) -> int | None:
+        i = _imm(op)
+        return i if i is not None else const.get(op)
+
+    for ins in k.instrs:
+        base = ins.opcode.split(".")[0]
+        ops = ins.operands
+        dst = ops[0] if ops else ""
+        src = ops[1:]
+        if base in ("ld", "st", "atom", "red") and any(
+            x in ins.opcode for x in (".global", ".shared", ".local")
+        ):
+            space = next(s for s in ("global", "shared", "local") if f".{s}" in ins.opcode)
+            addr = next((o for o in ops if o.startswith("[")), "")
+            reg = addr.strip("[]").split("+")[0].strip()
+            kind = {"ld": "load", "st": "store"}.get(base, "atomic")
+            k.accesses.append(
+                MemAccess(
+                    instr=ins,
+                    space=space,
+                    kind=kind,
+                    coef=c(reg) if reg.startswith("%") else 0,
+                    width=_width(ins.opcode),
+                    two_d=reg in two_d,
+                    in_loop=k.in_loop(ins.idx),
+                )
+            )
+            if base != "st" and dst.startswith("%"):
+                ac = c(reg) if reg.startswith("%") else 0
+                coef[dst] = 0 if ac == 0 and space != "local" and base == "ld" else "IND"
+            continue
+        if base == "ld" and ".param" in ins.opcode:
+            coef[dst], _ = 0, param.add(dst)
+            continue
+        if ".f64" in ins.opcode and base not in ("mov", "ld", "st", "cvt") or base == "cvt" and ".f64" in ins.opcode:
+            k.f64_ops.append(ins)
+        if base == "setp":
+            pvary[dst] = any(c(o) != 0 for o in src)
+            continue
+        if base == "bra" and ins.pred:
+            continue
+        if not dst.startswith("%"):
+            continue
+        r: Coef
+        if base in ("mov", "cvt", "cvta", "neg", "abs") and src:
+            r = c(src[0]) if base != "neg" else _scale(c(src[0]), -1)
+            if src[0].strip() in param:
+                param.add(dst)
+            if src[0].strip() in two_d:
+                two_d.add(dst)
+            v = val(src[0])
+            if v is not None:
+                const[dst] = v
+        elif base in ("add", "sub") and len(src) == 2:
+            b = c(src[1])
+            r = _add(c(src[0]), _scale(b, -1) if base == "sub" and isinstance(b, int) else b)
+            if any(o in two_d for o in src):
+                two_d.add(dst)
+        elif base in ("mul", "mad", "shl") and len(src) >= 2:
+            a, b = src[0], src[1]
+            if base == "shl":
+                sh = val(b)
+                r = _scale(c(a), 1 << sh) if sh is not None else "NA"
+                if a in two_d:
+                    two_d.add(dst)
+            else:
+                ca, cb = c(a), c(b)
+                va, vb = val(a), val(b)
+                if ca == 0 and cb == 0:
+                    r = 0
+                elif ca != 0 and cb != 0:
+                    r = "NA"
+                else:
+                    lane_c, other, other_v = (ca, b, vb) if cb == 0 else (cb, a, va)
+                    if other_v is not None:
+                        r = _scale(lane_c, other_v)
+                    elif lane_c in ("IND", "NA"):
+                        r = lane_c
+                    else:
+                        r = "S"
+                if (a in param and ca == 0 and va is None and cb == 0 and vb is None and b not in param) or (
+                    b in param and cb == 0 and vb is None and ca == 0 and va is None and a not in param
+                ):
+                    two_d.add(dst)  # parameter x warp-uniform row index: a 2-D row-major address term
+                if a in param or b in param:
+                    param.add(dst)
+                if base == "mad" and len(src) >= 3:
+                    r = _add(r, c(src[2]))
+                    if src[2] in two_d:
+                        two_d.add(dst)
+        elif base == "shr" and len(src) == 2:
+            sh, ca = val(src[1]), c(src[0])
+            if ca == 0:
+                r = 0
+            elif sh is not None and _pow2(ca):
+                s_ = int(ca).bit_length() - 1
+                # the lane index sits in bits s_..s_+4: shifted out entirely it is the warp index
+                r = 1 << (s_ - sh) if s_ >= sh else (0 if sh >= s_ + 5 else "NA")
+            else:
+                r = "NA"
+        elif base == "and" and len(src) == 2:
+            m, ca = val(src[1]), c(src[0])
+            if ca == 0:
+                r = 0
+            elif m is not None and _pow2(ca):
+                lane_bits = 31 << (int(ca).bit_length() - 1)
+                r = ca if m & lane_bits == lane_bits else (0 if m & lane_bits == 0 else "NA")
+            else:
+                r = "NA"
+        elif base == "or" and len(src) == 2 and 0 in (c(src[0]), c(src[1])):
+            r = _add(c(src[0]), c(src[1]))  # the compiler ORs an aligned base with a lane offset
+            if any(o in two_d for o in src):
+                two_d.add(dst)
+        elif base == "bfi" and len(src) >= 2:
+            ca, cb = c(src[0]), c(src[1])
+            pos = val(src[2]) if len(src) > 2 else None
+            r = cb if ca == 0 and pos is not None and pos >= 5 else ("NA" if ca or cb else 0)
+        else:
+            cs = [c(o) for o in src]
+            r = 0 if all(x == 0 for x in cs) else ("IND" if "IND" in cs else "NA")
+        coef[dst] = r
+    for ins in k.instrs:
+        if not (ins.opcode.startswith("bra") and ins.pred and ins.operands):
+            continue
+        tgt = k.labels.get(ins.operands[0])
+        if tgt is None or tgt <= ins.idx or not pvary.get(ins.pred.lstrip("!"), False):
+            continue
+        bars = [x for x in k.instrs[ins.idx + 1 : tgt] if x.opcode.startswith(("bar", "barrier"))]
+        if bars:
+            k.divergent_barriers.append((ins, bars))

@@ -1,0 +1,324 @@
+"""Planted-bottleneck corpus, CUDA C++ half: small kernels, each correct, each with ONE planted bottleneck.
+
+Like cases.py: `expect` is the pattern id that must rank first, None for a clean kernel (no high-severity
+finding allowed). `capture_cuda_corpus.py` compiles each with nvcc for sm_90 (-lineinfo) and commits the
+source, PTX, SASS (nvdisasm --print-line-info) and ptxas -v text under corpus/<name>/. There is no TTGIR:
+the decomposer reads these from PTX/SASS/ptxas alone (services/decomposer/native.py).
+
+`args` is the launch description the GPU benchmark uses (benchmarks/bench_decomposer_ncu.py):
+("in", elements) a random fp32 input, ("in_i32", elements, high) random ints in [0, high),
+("out", elements) a zeroed fp32 output, ("int", value) an int scalar, ("float", value) an fp32 scalar. Every kernel has
+`__launch_bounds__(BLOCK)` so PTX carries the block size (`.maxntid`) the occupancy model needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CudaCase:
+    name: str
+    kernel: str  # extern "C" name
+    source: str
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    args: tuple[tuple, ...]
+    flops: float = 0.0
+    bytes_moved: float = 0.0
+    expect: str | None = None
+    nvcc_flags: tuple[str, ...] = ()
+    kernels_in_task: int = 1
+    notes: str = field(default="")
+
+
+N = 1 << 24  # 16.7 M fp32: 64 MB per tensor, beyond the 60 MB L2
+R = C = 8192  # transposes: 8192 x 8192 fp32 = 256 MB
+
+TRANSPOSE_NAIVE = r"""
+extern "C" __global__ void __launch_bounds__(256)
+transpose_naive(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    int c = blockIdx.x * 32 + (threadIdx.x & 31);
+    int r = blockIdx.y * 8 + (threadIdx.x >> 5);
+    if (r < rows && c < cols) {
+        out[(long long)c * rows + r] = in[(long long)r * cols + c];  // writes stride `rows`
+    }
+}
+"""
+
+STRIDED_READ = r"""
+extern "C" __global__ void __launch_bounds__(256)
+strided_read(const float* __restrict__ in, float* __restrict__ out, int n, int stride) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = in[(long long)i * stride] * 2.0f;  // each lane reads its own sector
+    }
+}
+"""
+
+SMEM_COLUMN = r"""
+// 32x32 tile read by columns: tile[tx][k] puts the 32 lanes of a warp 128 B apart, one bank
+extern "C" __global__ void __launch_bounds__(1024)
+smem_column_sum(const float* __restrict__ in, float* __restrict__ out) {
+    __shared__ float tile[32][32];
+    int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+    long long base = (long long)blockIdx.x * 1024;
+    tile[ty][tx] = in[base + ty * 32 + tx];
+    __syncthreads();
+    float s = 0.0f;
+    for (int k = 0; k < 32; ++k) {
+        s += tile[tx][(k + ty) & 31];
+    }
+    out[base + ty * 32 + tx] = s;
+}
+"""
+
+SPILLS = r"""
+// 64 live accumulators per thread, but __launch_bounds__(256, 8) caps registers at 32: ptxas must spill
+extern "C" __global__ void __launch_bounds__(256, 8)
+spill_poly(const float* __restrict__ in, float* __restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = in[i];
+    float acc[64];
+#pragma unroll
+    for (int j = 0; j < 64; ++j) acc[j] = x * (j + 1);
+#pragma unroll
+    for (int it = 0; it < 8; ++it) {
+#pragma unroll
+        for (int j = 0; j < 64; ++j) acc[j] = acc[j] * acc[(j + 7) & 63] + 0.5f;
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 64; ++j) s += acc[j];
+    out[i] = s;
+}
+"""
+
+LOCAL_ARRAY = r"""
+// a per-thread table indexed by loaded data: dynamic indexing keeps it in local memory
+extern "C" __global__ void __launch_bounds__(256)
+local_lookup(const int* __restrict__ idx, float* __restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float table[32];
+#pragma unroll
+    for (int j = 0; j < 32; ++j) table[j] = (float)(i + j);
+    float s = 0.0f;
+    for (int k = 0; k < 16; ++k) {
+        s += table[idx[(long long)k * n + i] & 31];
+    }
+    out[i] = s;
+}
+"""
+
+FP64_LOOP = r"""
+extern "C" __global__ void __launch_bounds__(256)
+fp64_poly(const float* __restrict__ in, float* __restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double x = in[i];
+    double acc = 0.0;
+    for (int k = 0; k < 64; ++k) {
+        acc = acc * x + 1.0 / (k + 1);  // fp64 FMA and divide in the hot loop
+    }
+    out[i] = (float)acc;
+}
+"""
+
+ATOMIC_ONE = r"""
+extern "C" __global__ void __launch_bounds__(256)
+atomic_total(const float* __restrict__ in, float* __restrict__ total, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        atomicAdd(total, in[i]);  // every thread of every block hits one address
+    }
+}
+"""
+
+BRANCH_BARRIER = r"""
+// the barrier sits under a branch on threadIdx: warps may take different paths around __syncthreads
+extern "C" __global__ void __launch_bounds__(256)
+branch_barrier(const float* __restrict__ in, float* __restrict__ out, int n, int active) {
+    __shared__ float buf[256];
+    int t = threadIdx.x;
+    long long base = (long long)blockIdx.x * 256;
+    float v = in[base + t];
+    for (int k = 0; k < 8; ++k) {
+        if (t < active) {
+            buf[t] = v;
+            __syncthreads();
+            v = 0.5f * (v + buf[255 - t]);
+            __syncthreads();
+        }
+    }
+    out[base + t] = v;
+}
+"""
+
+COPY_FLOAT4 = r"""
+extern "C" __global__ void __launch_bounds__(256)
+copy_float4(const float4* __restrict__ in, float4* __restrict__ out, int n4) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n4) {
+        float4 v = in[i];
+        v.x *= 2.0f; v.y *= 2.0f; v.z *= 2.0f; v.w *= 2.0f;
+        out[i] = v;
+    }
+}
+"""
+
+TRANSPOSE_TILED = r"""
+// 32x32 tile through shared memory, padded to 33 columns: coalesced both ways, no bank conflicts
+extern "C" __global__ void __launch_bounds__(256)
+transpose_tiled(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    __shared__ float tile[32][33];
+    int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+    int c = blockIdx.x * 32 + tx;
+    int r0 = blockIdx.y * 32;
+    for (int j = ty; j < 32; j += 8) {
+        tile[j][tx] = in[(long long)(r0 + j) * cols + c];
+    }
+    __syncthreads();
+    int oc = r0 + tx;
+    int orow0 = blockIdx.x * 32;
+    for (int j = ty; j < 32; j += 8) {
+        out[(long long)(orow0 + j) * rows + oc] = tile[tx][j];
+    }
+}
+"""
+
+SAXPY = r"""
+extern "C" __global__ void __launch_bounds__(256)
+saxpy(const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ out, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = a * x[i] + y[i];
+    }
+}
+"""
+
+
+def _ew(n: int, tensors: int) -> float:
+    return float(n * tensors * 4)
+
+
+CUDA_CASES: tuple[CudaCase, ...] = (
+    CudaCase(
+        "cuda_transpose_naive",
+        "transpose_naive",
+        TRANSPOSE_NAIVE,
+        grid=(C // 32, R // 8),
+        block=(256,),
+        args=(("in", R * C), ("out", R * C), ("int", R), ("int", C)),
+        bytes_moved=_ew(R * C, 2),
+        expect="transposed_access_no_staging",
+    ),
+    CudaCase(
+        "cuda_strided_read",
+        "strided_read",
+        STRIDED_READ,
+        grid=(N // 2 // 256,),
+        block=(256,),
+        # stride 8 fp32 = 32 B: every lane reads its own sector
+        args=(("in", 4 * N), ("out", N // 2), ("int", N // 2), ("int", 8)),
+        flops=N // 2,
+        bytes_moved=_ew(N // 2, 2),
+        expect="uncoalesced_strided_access",
+    ),
+    CudaCase(
+        "cuda_smem_column",
+        "smem_column_sum",
+        SMEM_COLUMN,
+        grid=(N // 1024,),
+        block=(1024,),
+        args=(("in", N), ("out", N)),
+        flops=32.0 * N,
+        bytes_moved=_ew(N, 2),
+        expect="shared_bank_conflicts",
+    ),
+    CudaCase(
+        "cuda_spills",
+        "spill_poly",
+        SPILLS,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N)),
+        flops=1024.0 * N,
+        bytes_moved=_ew(N, 2),
+        expect="register_spills",
+    ),
+    CudaCase(
+        "cuda_local_array",
+        "local_lookup",
+        LOCAL_ARRAY,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in_i32", 16 * N, 32), ("out", N), ("int", N)),
+        flops=16.0 * N,
+        bytes_moved=_ew(N, 17),
+        expect="local_memory_array",
+    ),
+    CudaCase(
+        "cuda_fp64_loop",
+        "fp64_poly",
+        FP64_LOOP,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N)),
+        flops=128.0 * N,
+        bytes_moved=_ew(N, 2),
+        expect="fp64_arithmetic",
+    ),
+    CudaCase(
+        "cuda_atomic_one_address",
+        "atomic_total",
+        ATOMIC_ONE,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", 1), ("int", N)),
+        flops=N,
+        bytes_moved=_ew(N, 1),
+        expect="atomic_contention",
+    ),
+    CudaCase(
+        "cuda_branch_barrier",
+        "branch_barrier",
+        BRANCH_BARRIER,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 256)),
+        flops=16.0 * N,
+        bytes_moved=_ew(N, 2),
+        expect="divergent_branch_around_barrier",
+    ),
+    CudaCase(
+        "cuda_clean_copy_float4",
+        "copy_float4",
+        COPY_FLOAT4,
+        grid=(N // 4 // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N // 4)),
+        flops=N,
+        bytes_moved=_ew(N, 2),
+    ),
+    CudaCase(
+        "cuda_clean_transpose_tiled",
+        "transpose_tiled",
+        TRANSPOSE_TILED,
+        grid=(C // 32, R // 32),
+        block=(256,),
+        args=(("in", R * C), ("out", R * C), ("int", R), ("int", C)),
+        bytes_moved=_ew(R * C, 2),
+    ),
+    CudaCase(
+        "cuda_clean_saxpy",
+        "saxpy",
+        SAXPY,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("in", N), ("out", N), ("float", 2.0), ("int", N)),
+        flops=2.0 * N,
+        bytes_moved=_ew(N, 3),
+    ),
+)
