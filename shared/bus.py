@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -38,6 +39,9 @@ DEFAULT_BACKOFF: tuple[float, ...] = (0.5, 2.0, 5.0, 15.0)
 DEFAULT_MAX_DELIVER = 5
 # How many handled message ids a consumer remembers to drop redeliveries of work already done.
 _SEEN_IDS = 10_000
+# After a reconnect the other services come back within one reconnect wait (0.5 s) plus jitter; a request
+# that finds no responder this soon after is retried instead of reported (tests/e2e/test_nats_restart.py).
+_RECONNECT_SETTLE_S = 2.0
 
 
 class BusError(RuntimeError):
@@ -60,7 +64,8 @@ class ConsumerStats(msgspec.Struct):
     dead_lettered: int = 0
 
 
-async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: bool = True) -> Client:
+async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: bool = True,
+                  on_reconnect: Callable[[], None] | None = None) -> Client:
     """Connect with reconnect and back-off; turn the common failures into messages that say the fix."""
     log = structlog.get_logger().bind(service=name)
 
@@ -70,6 +75,8 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
 
     async def _reconnected() -> None:
         log.info("nats reconnected", url=_redact(url))
+        if on_reconnect is not None:
+            on_reconnect()
 
     seen: list[str] = []
 
@@ -133,10 +140,24 @@ class Bus:
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[JetStreamContext.PullSubscription] = []
         self._stopping = asyncio.Event()
+        self.reconnected_at = 0.0  # time.monotonic() of the last reconnect, 0.0 if none
+        self._reconnect = asyncio.Event()  # set (and replaced) on each reconnect
 
     @classmethod
     async def connect(cls, url: str, service: str, *, timeout_s: float = 3.0) -> Bus:
-        return cls(await connect(url, service, timeout_s=timeout_s), service)
+        made: list[Bus] = []
+
+        def _reconnected() -> None:
+            for bus in made:
+                bus.on_reconnect()
+
+        made.append(cls(await connect(url, service, timeout_s=timeout_s, on_reconnect=_reconnected), service))
+        return made[0]
+
+    def on_reconnect(self) -> None:
+        self.reconnected_at = time.monotonic()
+        self._reconnect.set()
+        self._reconnect = asyncio.Event()
 
     # ------------------------------------------------------------ publish / request
 
@@ -166,14 +187,37 @@ class Bus:
             await self.js.publish_async_completed()
 
     async def request(self, subject: str, msg: Message, reply_type: type[M], *, timeout_s: float = 10.0) -> M:
-        try:
-            reply = await self.nc.request(subject, encode(msg), timeout=timeout_s)
-        except nats.errors.NoRespondersError as e:
-            raise NoResponders(f"no service answers on {subject!r}. Fix: start it (`kpilot up`, or "
-                           f"`python -m services.<name> --nats URL`).") from e
-        except nats.errors.TimeoutError as e:
-            raise RequestTimeout(f"no reply on {subject!r} within {timeout_s} s") from e
-        return decode(reply.data, reply_type)  # type: ignore[return-value]
+        """Core request/reply. A request in flight when the connection drops is sent again after the
+        reconnect: a responder's reply written while the server was down reaches the new server before
+        this client has re-subscribed its inbox and is lost, and the caller would wait out `timeout_s`
+        (900 s for a verifier's tool call). Requests here (tools, decomposer, health) are idempotent."""
+        data, deadline = encode(msg), time.monotonic() + timeout_s
+        while True:
+            reconnected = asyncio.ensure_future(self._reconnect.wait())
+            pending = asyncio.ensure_future(
+                self.nc.request(subject, data, timeout=max(deadline - time.monotonic(), 0.001)))
+            try:
+                await asyncio.wait({pending, reconnected}, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # also when our caller is cancelled
+                reconnected.cancel()
+                lost = not pending.done()
+                if lost:
+                    pending.cancel()
+            if lost:  # the connection dropped and came back while we waited: the reply may be lost
+                self.log.info("request resent after a reconnect", subject=subject, message_id=msg.id)
+                continue
+            try:
+                reply = pending.result()
+            except nats.errors.NoRespondersError as e:
+                now = time.monotonic()
+                if now - self.reconnected_at < _RECONNECT_SETTLE_S and deadline - now > 0.25:
+                    await asyncio.sleep(0.25)  # the responder has not re-subscribed yet
+                    continue
+                raise NoResponders(f"no service answers on {subject!r}. Fix: start it (`kpilot up`, or "
+                                   f"`python -m services.<name> --nats URL`).") from e
+            except nats.errors.TimeoutError as e:
+                raise RequestTimeout(f"no reply on {subject!r} within {timeout_s} s") from e
+            return decode(reply.data, reply_type)  # type: ignore[return-value]
 
     # ------------------------------------------------------------ consume
 
@@ -238,7 +282,7 @@ class Bus:
             while not self._stopping.is_set():
                 try:
                     msgs = await sub.fetch(batch, timeout=fetch_timeout_s)
-                except (nats.errors.TimeoutError, asyncio.TimeoutError):  # nats-py raises both kinds
+                except (TimeoutError, nats.errors.TimeoutError):  # nats-py raises both kinds
                     continue
                 except (nats.errors.ConnectionClosedError, asyncio.CancelledError):
                     return

@@ -140,10 +140,16 @@ class Planner:
                 await self.io.save(s)  # a late verdict of a closed job still lands in its record
 
     async def tick(self) -> None:
-        """Periodic: time out silent candidates and apply the wall-time budget."""
+        """Periodic: republish candidates whose publish failed, time out silent candidates and apply the
+        wall-time budget."""
         for s in list(self.jobs.values()):
             if jobs.is_open(s):
                 async with self._lock(s.job_id):
+                    # A publish that timed out while nats-server restarted left candidates unpublished,
+                    # and the redelivered trigger only joins the job (tests/e2e/test_nats_restart.py);
+                    # republishing is safe: the stream de-duplicates on the candidate's id.
+                    if any(not r.published for r in s.candidates.values()):
+                        await self._publish_pending(s)
                     jobs.expire(s, self.io.now(), self.verdict_timeout_s)
                     await self._advance(s)
 

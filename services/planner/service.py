@@ -8,12 +8,15 @@ import asyncio
 import os
 from pathlib import Path
 
+import nats.errors
+
 from services.planner import jobs
 from services.planner.bus_io import BusIO
 from services.planner.classifier import FailureGate
 from services.planner.loop import Planner, kernel_of
 from services.planner.policies.llm import policy_from_env
 from services.planner.policies.rules import RulesPolicy
+from shared.bus import BusError
 from shared.messages import OptimizeRequest, StateChangeEvent, Verdict
 from shared.service import ServiceRuntime
 from shared.subjects import OPTIMIZE_REQUEST
@@ -61,7 +64,10 @@ async def setup(runtime: ServiceRuntime) -> Planner:
     async def ticker() -> None:
         while True:
             await asyncio.sleep(TICK_S)
-            await planner.tick()
+            try:
+                await planner.tick()
+            except (BusError, nats.errors.Error) as e:  # nats-server restarting: the next tick retries
+                runtime.log.warning("tick failed", error=str(e))
 
     await bus.consume(OPTIMIZE_REQUEST, "planner-requests", on_request, OptimizeRequest, ack_wait_s=300)
     await bus.consume("events.state.>", "planner-events", on_event, StateChangeEvent, ack_wait_s=300)

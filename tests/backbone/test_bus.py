@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from shared.bus import Bus, BusError
-from shared.messages import DeadLetter, Heartbeat, JobUpdate, Message
+from shared.messages import DeadLetter, Heartbeat, JobUpdate, Message, encode
 from shared.natsserver import EmbeddedServer, NatsServerError, free_port
 from shared.subjects import patch_subject
 from tests.conftest import BusFactory
@@ -29,7 +29,7 @@ async def _collect(bus: Bus, subject: str, durable: str, type_: type[Message] | 
     await bus.consume(subject, durable, handler, type_)
     try:
         await asyncio.wait_for(done.wait(), timeout_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     return got
 
@@ -200,3 +200,38 @@ async def test_request_without_responder_names_the_fix(make_bus: BusFactory) -> 
     op = await make_bus("operator")
     with pytest.raises(BusError, match="no service answers"):
         await op.request("tools.compile", Heartbeat(source="x"), Heartbeat, timeout_s=1.0)
+
+
+async def test_a_request_in_flight_across_a_server_kill_is_resent_and_answered(tmp_path: Path) -> None:
+    """The verifier's tool call whose reply died with the server (SIGKILL): the request is sent again
+    after the reconnect instead of waiting out its timeout (the toolrunner answers only the resend)."""
+    server = EmbeddedServer(tmp_path / "state", port=free_port())
+    server.start()
+    verifier = await Bus.connect(server.url("verifier"), "verifier")
+    runner = await Bus.connect(server.url("toolrunner"), "toolrunner")
+    try:
+        seen: list[str] = []
+        first = asyncio.Event()
+
+        async def answer(raw) -> None:  # type: ignore[no-untyped-def]
+            seen.append(json.loads(raw.data)["id"])
+            first.set()
+            if len(seen) > 1:  # the first reply is the one lost with the server
+                await raw.respond(encode(Heartbeat(source="toolrunner", seq=len(seen))))
+
+        await runner.nc.subscribe("tools.compile", cb=answer)
+        await runner.nc.flush()
+        call = asyncio.create_task(verifier.request("tools.compile", Heartbeat(source="verifier"), Heartbeat,
+                                                    timeout_s=30.0))
+        await asyncio.wait_for(first.wait(), 5)
+        assert server.proc is not None
+        server.proc.kill()
+        server.proc.wait()
+        await asyncio.sleep(1.0)
+        server.start()
+        reply = await asyncio.wait_for(call, 15)  # well inside the 30 s timeout: it was resent
+        assert reply.seq == 2 and len(seen) == 2 and seen[0] == seen[1]  # same message, sent twice
+    finally:
+        await verifier.close()
+        await runner.close()
+        server.stop()

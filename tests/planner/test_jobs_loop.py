@@ -19,6 +19,7 @@ import pytest
 from services.planner import jobs
 from services.planner.loop import Planner
 from services.planner.policies.rules import RulesPolicy
+from shared.bus import BusError
 from shared.messages import Candidate, JobUpdate, Measurement, ToolResult, Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,6 +164,32 @@ async def test_resume_republishes_unpublished_and_ignores_repeated_verdicts(
     st = fresh.jobs[s.job_id]
     assert st.gpu_seconds == 3.0 and st.candidates[first[0].id].attempt.status == "pass"
     assert len(io2.candidates) == 1  # the round is still pending: nothing new planned
+
+
+async def test_a_publish_that_failed_mid_round_is_retried_by_the_tick(task: Path, tmp_path: Path) -> None:
+    """nats-server restarting: the second candidate's publish times out, the handler fails, and the
+    redelivered trigger only joins the job; the next tick publishes what is left, same ids."""
+
+    class FlakyIO(MemoryIO):
+        fail_at = 2
+
+        async def publish_candidate(self, c: Candidate) -> None:
+            if len(self.candidates) + 1 == self.fail_at:
+                self.fail_at = 0
+                raise BusError("publish to 'candidates.matmul_kernel' not acknowledged within 5.0 s")
+            await super().publish_candidate(c)
+
+    io = FlakyIO()
+    planner = Planner(io, {"rules": RulesPolicy()}, tmp_path / "cands")
+    with pytest.raises(BusError):
+        await planner.trigger(kernel="matmul_kernel", task_path=str(task), trigger_id="t1", job_id="job-x")
+    s = planner.jobs["job-x"]
+    assert len(io.candidates) == 1 < len(s.candidates)
+    await planner.trigger(kernel="matmul_kernel", task_path=str(task), trigger_id="t1", job_id="job-x")
+    assert len(io.candidates) == 1  # the redelivery joined the job and published nothing
+    await planner.tick()
+    assert [c.id for c in io.candidates] == sorted(s.candidates, key=lambda i: s.candidates[i].attempt.version)
+    assert all(r.published for r in s.candidates.values())
 
 
 async def test_cpu_only_verdicts_end_the_job_honestly(task: Path, tmp_path: Path) -> None:
