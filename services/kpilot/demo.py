@@ -1,16 +1,22 @@
 """The main job `make run` runs against a stack that `kpilot up` started.
 
 1. Register the example kernel tasks in the kernel registry (so telemetry can name them).
-2. Feed telemetry: the recorded H200 trace `examples/traces/h200_poor_matmul_lowbw.jsonl` (a matmul in
-   its untuned 32x32x32 config, then an under-occupied copy) is replayed into the telemetry service; the
-   demo always replays, also on a GPU machine (driving a live workload there is not built yet). Its
-   detectors fire
-   `events.state.tc_underutilization...` naming the hot kernel `matmul_kernel`.
+2. Feed telemetry, one of two ways:
+   - live (the default when torch sees a CUDA GPU, or `--live`): the example workload
+     (services/kpilot/live_workload.py) runs the example kernels in their untuned CONFIG in a subprocess
+     for at most `--live-s` seconds, under the launch SDK, and publishes this GPU's NVML samples; it is
+     stopped as soon as a state event names a registered kernel, so the verifier has the GPU to itself.
+   - replay (`--replay`, and always on a machine without a GPU): the recorded H200 trace
+     `examples/traces/h200_poor_matmul_lowbw.jsonl` (a matmul in its untuned 32x32x32 config, then an
+     under-occupied copy) is replayed into the telemetry service.
+   Either way the service's detectors fire, e.g. `events.state.tc_underutilization...` naming the hot
+   kernel `matmul_kernel`.
 3. The planner opens a job for it, the verifier runs the funnel (on a CPU machine: static checks and
-   interpreter correctness; timing says "not measured: no GPU"), the critic publishes verified patches.
+   interpreter correctness, timing "not measured: no GPU"; on a GPU: timed A/B against the original), the
+   critic publishes verified patches, with a measured speedup when there is a GPU.
 4. Print each state event and patch, the evidence chain of the best one, and how to tail the streams.
 
-    python -m services.kpilot.demo --nats nats://127.0.0.1:4222 [--timeout 900]
+    python -m services.kpilot.demo --nats nats://127.0.0.1:4222 [--live | --replay] [--timeout 900]
 """
 
 from __future__ import annotations
@@ -32,13 +38,34 @@ TASKS = ("examples/matmul.py", "examples/vector_add.py", "examples/row_softmax.p
 TRACE = ROOT / "examples" / "traces" / "h200_poor_matmul_lowbw.jsonl"
 
 
-async def run(url: str, timeout_s: float, speed: float) -> int:
+class NoGpu(RuntimeError):
+    """`--live` on a machine without a CUDA GPU; the message names the fix."""
+
+
+def choose_mode(live: bool, replay: bool, gpu: bool) -> str:
+    """'live' or 'replay': what was asked, else live exactly when there is a GPU."""
+    if live and replay:
+        raise ValueError("--live and --replay exclude each other: pass one (or neither for the default)")
+    if live and not gpu:
+        raise NoGpu("no GPU: run without --live to replay the recorded H200 trace")
+    return "replay" if replay or not gpu else "live"
+
+
+def gpu_present() -> bool:
+    import torch
+    return bool(torch.cuda.is_available())
+
+
+async def run(url: str, timeout_s: float, speed: float, mode: str = "replay", live_s: float = 60.0) -> int:
+    from services.kpilot import live_workload
     from services.kpilot.commands.register import register_manifests
     from services.telemetry import bustrace
     from services.toolrunner.tasks import load_task
 
     manifests = [load_task(ROOT / t) for t in TASKS]
+    kernels: set[str] = set()
     for kernel, task in await register_manifests(url, manifests):
+        kernels.add(kernel)
         print(f"[demo] registered {kernel} -> {os.path.relpath(task, ROOT)}")
     bus = await Bus.connect(url, "kpilot")
     patches: list[VerifiedPatch] = []
@@ -66,7 +93,6 @@ async def run(url: str, timeout_s: float, speed: float) -> int:
 
     subs = [await bus.nc.subscribe("patches.>", cb=on_patch), await bus.nc.subscribe("jobs.>", cb=on_job)]
     await bus.nc.flush()
-    print(f"[demo] replaying {TRACE.relative_to(ROOT)} at {speed:g}x through the telemetry service")
 
     fired: list[StateChangeEvent] = []
 
@@ -75,15 +101,26 @@ async def run(url: str, timeout_s: float, speed: float) -> int:
         hot = ", ".join(f"{k.kernel} {k.share:.0%}" for k in e.hot_kernels)
         print(f"[demo] event {e.event} {e.edge} on {e.node}/{e.gpu}: {e.detail} [hot: {hot}]")
 
-    stats = await bustrace.replay(bus, TRACE, speed=speed, on_event=on_event, linger_s=3.0)
-    print(f"[demo] replayed {stats.samples} samples; {len(stats.events)} state events")
-    if not any(e.event == "tc_underutilization" and e.edge == "start" for e in fired):
-        print("[demo] the tensor-core event did not fire; see .kpilot/logs/telemetry-*.log", file=sys.stderr)
-        return 1
+    if mode == "live":
+        print(f"[demo] live: the example workload (untuned CONFIGs) runs on this GPU for at most {live_s:g} s")
+        summary = await live_workload.feed(url, kernels, live_s, on_event)
+        print(f"[demo] live workload: {summary}")
+        if not any(e.edge == "start" and {k.kernel for k in e.hot_kernels} & kernels for e in fired):
+            print("[demo] no state event named a kernel of the workload; see <state-dir>/logs/telemetry-*.log "
+                  "and `kpilot tail 'telemetry.>'`", file=sys.stderr)
+            return 1
+    else:
+        print(f"[demo] replaying {TRACE.relative_to(ROOT)} at {speed:g}x through the telemetry service")
+        stats = await bustrace.replay(bus, TRACE, speed=speed, on_event=on_event, linger_s=3.0)
+        print(f"[demo] replayed {stats.samples} samples; {len(stats.events)} state events")
+        if not any(e.event == "tc_underutilization" and e.edge == "start" for e in fired):
+            print("[demo] the tensor-core event did not fire; see .kpilot/logs/telemetry-*.log",
+                  file=sys.stderr)
+            return 1
     start = time.monotonic()
     try:
         await asyncio.wait_for(done.wait(), timeout_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         print(f"[demo] the job did not finish within {timeout_s:.0f} s (it goes on in the background)")
     for s in subs:
         await s.unsubscribe()
@@ -105,10 +142,19 @@ def main() -> None:
     ap.add_argument("--nats", default=os.environ.get("KPILOT_NATS", DEFAULT_NATS))
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the job")
     ap.add_argument("--speed", type=float, default=20.0, help="trace replay speed-up")
+    feed = ap.add_mutually_exclusive_group()
+    feed.add_argument("--live", action="store_true", help="run the example workload on this GPU")
+    feed.add_argument("--replay", action="store_true", help="replay the recorded H200 trace")
+    ap.add_argument("--live-s", type=float, default=60.0, help="longest live workload run, s")
     args = ap.parse_args()
+    try:
+        mode = choose_mode(args.live, args.replay, gpu=False if args.replay else gpu_present())
+    except NoGpu as e:
+        print(f"demo: {e}", file=sys.stderr)
+        sys.exit(2)
     from shared import logging as kplog
     kplog.configure("demo", "warning", json=False)
-    sys.exit(asyncio.run(run(args.nats, args.timeout, args.speed)))
+    sys.exit(asyncio.run(run(args.nats, args.timeout, args.speed, mode, args.live_s)))
 
 
 if __name__ == "__main__":
