@@ -152,7 +152,7 @@ def library(inputs):
 
 
 BASELINES = {"eager": eager, "matmul": library}
-TARGET = {"against": "compile", "at_least": 1.0}  # Inductor also fuses the epilogue: at least match it
+TARGET = {"against": "matmul", "at_least": 0.95}  # issue #8: bf16 matmul at >= 95 % of torch.matmul
 
 
 def flops(shape):

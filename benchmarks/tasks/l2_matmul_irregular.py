@@ -143,7 +143,7 @@ def library(inputs):
 
 
 BASELINES = {"eager": eager, "matmul": library}
-TARGET = {"against": "matmul", "at_least": 0.8}  # odd K defeats vector loads: 80 % of cuBLAS
+TARGET = {"against": "matmul", "at_least": 0.95}  # issue #8: bf16 matmul at >= 95 % of torch.matmul
 
 
 def flops(shape):

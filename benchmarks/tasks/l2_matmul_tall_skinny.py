@@ -144,7 +144,7 @@ def library(inputs):
 
 
 BASELINES = {"eager": eager, "matmul": library}
-TARGET = {"against": "matmul", "at_least": 0.9}  # within 10 % of cuBLAS through torch.matmul
+TARGET = {"against": "matmul", "at_least": 0.95}  # issue #8: bf16 matmul at >= 95 % of torch.matmul
 
 
 def flops(shape):

@@ -52,7 +52,7 @@ def test_dry_run_writes_rows_that_say_not_measured(tmp_path: Path) -> None:
     assert rows["l1_transpose_cuda"]["funnel"]["space"] == 48
     assert 0 < rows["l2_matmul_square"]["funnel"]["static_pass"] < 6000  # the planner prunes some
     assert (
-        rows["l2_matmul_square"]["level"] == "L2" and rows["l2_matmul_square"]["target"] == ">= 0.9x matmul"
+        rows["l2_matmul_square"]["level"] == "L2" and rows["l2_matmul_square"]["target"] == ">= 0.95x matmul"
     )
     md = out_md.read_text()
     assert "| l1_transpose_cuda | L1 |" in md and "not measured: no GPU" in md
@@ -100,6 +100,14 @@ def test_search_loop_stops_at_the_deadline() -> None:
     assert len(trace) == 2  # the third round starts at t = 11 > 10
 
 
+def test_search_loop_runs_its_first_round_even_past_the_deadline() -> None:
+    # On the H200 (run 4) a task's share of a tight budget was spent by the fixed costs before its search
+    # began, and 8 of 13 tasks timed nothing; the diagnosis-seeded first round now always runs.
+    trace = run_suite.search_loop(lambda h: [{"B": len(h)}], lambda cs: [(1.0, "")], deadline=-1.0,
+                                  clock=lambda: 0.0)
+    assert len(trace) == 1
+
+
 def test_roofline_bound_and_target() -> None:
     roof = {"copy_bytes_per_s": 4e12, "bf16_flops_per_s": 8e14}  # test input
     # L1: bytes only. 4e9 B / 4e12 B/s = 1 ms.
@@ -118,3 +126,42 @@ def test_roofline_bound_and_target() -> None:
     assert run_suite.meets(meta, None, {"matmul": 0.95}) is True
     assert run_suite.meets(meta, None, {"matmul": 0.85}) is False
     assert run_suite.meets(meta, 0.99, {"matmul": None}) is None
+
+
+def _row(task: str, level: str, speedup: float | None) -> run_suite.Row:
+    return run_suite.Row(task=task, level=level, kind="triton", device="d", driver="v", cuda="c", triton="t",
+                         torch="p", gpus=1, target=">= 1x", meets_target=None, search="s", start_config={},
+                         speedup=speedup)
+
+
+def test_append_keeps_earlier_rows_and_replaces_the_rerun_ones(tmp_path: Path) -> None:
+    out_json, out_md = tmp_path / "kernels.json", tmp_path / "kernels.md"
+    first = run_suite.Report(dry_run=False, budget_s=1.0, rows=[_row("l2_b", "L2", 2.0), _row("l1_a", "L1", 1.5)],
+                             command="first")
+    run_suite.write(first, out_json, out_md)
+    earlier = run_suite._earlier(out_json, running={"l2_b"})
+    assert earlier is not None and [r.task for r in earlier.rows] == ["l1_a"]
+    second = run_suite.Report(dry_run=False, budget_s=1.0, rows=[_row("l2_b", "L2", 3.0)], command="second")
+    run_suite.write(second, out_json, out_md, earlier)
+    merged = json.loads(out_json.read_text())
+    assert [(r["task"], r["speedup"]) for r in merged["rows"]] == [("l1_a", 1.5), ("l2_b", 3.0)]
+    assert merged["command"] == "second" and merged["earlier_commands"] == ["first"]
+    assert "| l1_a | L1 |" in out_md.read_text()
+
+
+def test_settle_ships_the_start_config_when_the_best_is_slower_or_wrong() -> None:
+    # TEST INPUT shaped like H200 run 4's l1_transpose_cuda row: the one searched config was 4.6x slower.
+    row = _row("l1_t", "L1", None)
+    row.before = run_suite.Timing(median_ms=4.36, p20_ms=4.36, p80_ms=4.37, n=4)
+    best = run_suite.Timing(median_ms=20.18, p20_ms=20.18, p80_ms=20.19, n=4)
+    row.evaluations = [run_suite.Evaluation(config={"B": 8}, median_ms=20.18)]
+    run_suite.settle(row, best, 0.216, [0.215, 0.217], changed=True, correct=True)
+    assert row.after == row.before and row.speedup == 1.0 and row.speedup_ci is None
+    assert row.outcome.startswith("start kept") and "0.22x" in row.outcome and row.candidate_speedup == 0.216
+    run_suite.settle(row, best, 3.0, [2.9, 3.1], changed=True, correct=False)
+    assert row.after == row.before and "failed correctness" in row.outcome
+    run_suite.settle(row, best, 3.0, [2.9, 3.1], changed=True, correct=True)
+    assert row.after == best and row.speedup == 3.0 and row.outcome.startswith("patched")
+    row.evaluations = []
+    run_suite.settle(row, best, 1.0, [1.0, 1.0], changed=False, correct=True)
+    assert "no config was searched" in row.outcome
