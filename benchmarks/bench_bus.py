@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
 import platform
 import statistics
 import tempfile
 import time
 from pathlib import Path
-
-import importlib.metadata
 
 from shared.bus import Bus
 from shared.messages import StateTriple, StateVector, encode

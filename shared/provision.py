@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nats.js.errors
 from nats.js import JetStreamContext
-from nats.js.api import (KeyValueConfig, ObjectStoreConfig, RetentionPolicy, StorageType, StreamConfig)
+from nats.js.api import KeyValueConfig, ObjectStoreConfig, RetentionPolicy, StorageType, StreamConfig
 
 from shared.subjects import KV_BUCKETS, OBJECT_STORES, STREAMS, Stream
 

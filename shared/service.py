@@ -90,7 +90,7 @@ class ServiceRuntime:
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         """Run a background task of the service (a timer loop); it is cancelled when the bus closes."""
         task = asyncio.create_task(coro, name=name)
-        self.bus._tasks.append(task)  # noqa: SLF001 - Bus.close cancels and awaits these
+        self.bus._tasks.append(task)
         return task
 
     async def add_endpoint(self, name: str, subject: str, handler: Callable[[Request], Awaitable[None]],

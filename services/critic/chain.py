@@ -22,8 +22,8 @@ from shared.messages import (
     Message,
     OptimizeRequest,
     StateChangeEvent,
-    StateVector,
     StateTriple,
+    StateVector,
     Verdict,
 )
 

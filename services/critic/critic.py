@@ -44,8 +44,14 @@ from shared.messages import (
     Verdict,
     VerifiedPatch,
 )
-from shared.subjects import (failure_subject, patch_subject, sample_subject, stream_for, telemetry_subject,
-                             token)
+from shared.subjects import (
+    failure_subject,
+    patch_subject,
+    sample_subject,
+    stream_for,
+    telemetry_subject,
+    token,
+)
 from shared.tools.task import TaskManifest
 
 SOURCE = "critic"

@@ -32,7 +32,7 @@ async def heartbeat(url: str, *, timeout_s: float = 10.0,
         await bus.publish(HEARTBEAT_PING, ping)
         try:
             await asyncio.wait_for(done.wait(), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
     finally:
         await sub.unsubscribe()

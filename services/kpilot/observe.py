@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -90,7 +90,7 @@ def parse_duration(text: str) -> timedelta:
 def render_line(subject: str, data: Any) -> str:
     if not isinstance(data, dict):
         return f"{subject}  {data!r}"
-    ts = datetime.fromtimestamp(data.get("ts", 0), timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    ts = datetime.fromtimestamp(data.get("ts", 0), UTC).strftime("%H:%M:%S.%f")[:-3]
     skip = {"kind", "id", "ts", "source", "schema_version", "job_id", "causation_id"}
     body = ", ".join(f"{k}={json.dumps(v)[:60]}" for k, v in data.items() if k not in skip)
     job = f" job={data['job_id']}" if data.get("job_id") else ""
@@ -111,7 +111,7 @@ async def tail(url: str, subjects: list[str], *, as_json: bool, since: timedelta
             if since is None:
                 subs.append(await bus.nc.subscribe(subject, cb=_cb))
                 continue
-            start = datetime.now(timezone.utc) - since
+            start = datetime.now(UTC) - since
             stream = stream_for(subject.replace(">", "x").replace("*", "x")).name
             subs.append(await bus.js.subscribe(
                 subject, stream=stream, cb=_cb, ordered_consumer=True,
@@ -125,7 +125,7 @@ async def tail(url: str, subjects: list[str], *, as_json: bool, since: timedelta
                 break
             try:
                 msg = await asyncio.wait_for(queue.get(), timeout=left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
             try:
                 data: Any = json.loads(msg.data)
@@ -144,4 +144,4 @@ async def tail(url: str, subjects: list[str], *, as_json: bool, since: timedelta
     return 0
 
 
-__all__ = ["status", "print_status", "tail", "parse_duration", "msgspec"]
+__all__ = ["msgspec", "parse_duration", "print_status", "status", "tail"]

@@ -174,4 +174,4 @@ async def check_bus(url: str) -> None:
     await bus.close()
 
 
-__all__ = ["up", "down", "wait_healthy", "check_bus", "BusError"]
+__all__ = ["BusError", "check_bus", "down", "up", "wait_healthy"]

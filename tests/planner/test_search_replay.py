@@ -11,7 +11,6 @@ import json
 import sys
 from pathlib import Path
 
-
 from services.planner.patcher import TaskSource
 from services.planner.search import Problem, SearchOptions, next_configs, prune_reasons
 

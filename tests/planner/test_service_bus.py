@@ -15,7 +15,6 @@ import json
 import shutil
 from pathlib import Path
 
-
 from services.kpilot.commands.planner import optimize
 from services.planner import jobs
 from services.planner.service import setup

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from datetime import UTC
 
 from services.kpilot.commands.common import nats_arg
 
@@ -41,7 +42,7 @@ def _funnel(args: argparse.Namespace) -> int:
 
 
 async def _read(url: str, since):  # type: ignore[no-untyped-def]
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     import nats.errors
     from nats.js.api import ConsumerConfig, DeliverPolicy
@@ -51,7 +52,7 @@ async def _read(url: str, since):  # type: ignore[no-untyped-def]
     bus = await Bus.connect(url, "kpilot")
     out: list[Verdict] = []
     try:
-        start = datetime.now(timezone.utc) - since
+        start = datetime.now(UTC) - since
         config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_TIME, opt_start_time=start)
         sub = await bus.js.subscribe("verdicts.>", stream="VERDICTS", ordered_consumer=True, config=config)
         while True:
