@@ -6,7 +6,7 @@ PORT    ?= 4222
 STAMP   := $(VENV)/.installed
 
 .PHONY: install run demo down test test-gpu lint schemas bench-bus bench-tools bench-decomposer \
-        bench-telemetry bench-verifier bench-kernels wheels clean
+        bench-telemetry bench-verifier bench-kernels bench-decomposer-ncu wheels clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -49,6 +49,10 @@ bench-tools: install
 
 bench-decomposer: install
 	$(BIN)/python benchmarks/bench_decomposer.py
+
+# On the H200: the decomposer's corpus attribution with ncu evidence (static-only figures on CPU).
+bench-decomposer-ncu: install
+	$(BIN)/python benchmarks/bench_decomposer_ncu.py --out benchmarks/results/bench_decomposer_ncu.json
 
 bench-telemetry: install
 	$(BIN)/python benchmarks/bench_telemetry.py

@@ -165,3 +165,24 @@ def test_settle_ships_the_start_config_when_the_best_is_slower_or_wrong() -> Non
     row.evaluations = []
     run_suite.settle(row, best, 1.0, [1.0, 1.0], changed=False, correct=True)
     assert "no config was searched" in row.outcome
+
+
+def test_pick_correct_falls_back_to_the_next_fastest_correct_config() -> None:
+    from types import SimpleNamespace
+
+    # TEST INPUT: three timed configs, the two fastest fail correctness (as attention d64's did on the H200).
+    trace = [run_suite.Evaluation(config={"B": b}, median_ms=ms) for b, ms in ((64, 1.0), (128, 2.0), (32, 3.0))]
+    trace.append(run_suite.Evaluation(config={"B": 16}, median_ms=None, error="compile failed"))
+    asked = []
+
+    def check(overrides):  # type: ignore[no-untyped-def]
+        asked.append(overrides)
+        return SimpleNamespace(passed=overrides.get("B") == 32, summary=f"B={overrides.get('B')}")
+
+    chosen, result, tried, failed = run_suite.pick_correct(trace, {"B": 8, "w": 4}, check, fallbacks=2)
+    assert chosen.config == {"B": 32} and result.passed and tried == 3
+    assert asked == [{"B": 64}, {"B": 128}, {"B": 32}] and [e.config for e, _ in failed] == [{"B": 64}, {"B": 128}]
+    asked.clear()
+    chosen, result, tried, failed = run_suite.pick_correct(trace, {"B": 8, "w": 4}, check, fallbacks=1)
+    assert chosen.config == {"B": 64} and not result.passed and tried == 2  # none passed: the fastest, failing
+    assert run_suite.pick_correct([], {"B": 8}, check)[0] is None
