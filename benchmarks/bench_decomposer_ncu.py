@@ -296,7 +296,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     entries = plan()
     if args.case:
-        entries = [e for e in entries if e["case"] in args.case]
+        # In the order given: a short GPU window measures the cases that matter first (run 5 ignored it).
+        by_name = {e["case"]: e for e in entries}
+        if unknown := [c for c in args.case if c not in by_name]:
+            known = ", ".join(sorted(by_name))
+            raise SystemExit(f"bench_decomposer_ncu: unknown --case {unknown}; known: {known}")
+        entries = [by_name[c] for c in dict.fromkeys(args.case)]
     gpus = 0 if args.dry_run else gpu_count()
     ncu = find_tool("ncu") if gpus else None
     why_not = (

@@ -168,6 +168,10 @@ def problem(manifest: Any, meta: TaskMeta, planner: Any) -> Any:
         config=dict(manifest.config),
         space=dict(manifest.space),
         full_shape=dict(manifest.shapes.full),
+        other_shapes=[
+            {k: v for k, v in s.items() if isinstance(v, int)}
+            for s in (manifest.shapes.micro, *manifest.shapes.edge)
+        ],
         dtype=manifest.dtype,
         dot=_uses_dot(meta.path),
     )
@@ -185,8 +189,9 @@ def search_loop(
     start: dict[str, Any] | None = None,
 ) -> list[Evaluation]:
     """Rounds of propose -> evaluate until the search converges (no proposal), the deadline passes, or
-    max_rounds; the first round runs even past the deadline. History scores are 1 / median_ms (higher is better, the planner's convention); the start
-    config is in the history unscored so it is never re-proposed."""
+    max_rounds; the first round runs even past the deadline. History scores are 1 / median_ms (higher is
+    better, the planner's convention); the start config is in the history unscored so it is never
+    re-proposed."""
     t0 = clock()
     history: list[tuple[dict[str, Any], float | None]] = [(dict(start), None)] if start is not None else []
     trace: list[Evaluation] = []
@@ -422,7 +427,9 @@ def run_task(
     best_timing = Timing(
         median_ms=ab.b.stats.median_ms, p20_ms=ab.b.stats.p20_ms, p80_ms=ab.b.stats.p80_ms, n=ab.b.stats.n
     )
-    settle(row, best_timing, ab.speedup, [ab.ci_low, ab.ci_high], changed=bool(overrides), correct=corr.passed)
+    settle(
+        row, best_timing, ab.speedup, [ab.ci_low, ab.ci_high], changed=bool(overrides), correct=corr.passed
+    )
     prov = ab.provenance
     row.device, row.driver, row.cuda, row.triton, row.torch = (
         prov.device,

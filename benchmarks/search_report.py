@@ -110,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = msgspec.json.decode(path.read_bytes(), type=Table) if path.is_file() else None
         rows.append(efficiency(row, table))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_bytes(msgspec.json.format(msgspec.json.encode(rows), indent=2) + b"\n")
+    text = msgspec.json.format(msgspec.json.encode(rows), indent=2) + b"\n"
+    args.out.with_suffix(".json").write_bytes(text)
     args.out.with_suffix(".md").write_text(markdown(rows))
     print(f"wrote {args.out}.json and .md ({len(rows)} tasks)", file=sys.stderr)
     return 0

@@ -1363,21 +1363,25 @@ PATTERNS: tuple[Pattern, ...] = (
 
 
 def match(ev: Evidence, patterns: tuple[Pattern, ...] = PATTERNS) -> list[Finding]:
-    out: list[Finding] = []
+    """Every matching pattern, most important first: by severity, then findings with static evidence (a
+    cause in the code) before counter-only ones (a symptom: a dominant stall, an occupancy gap), then by
+    score. On the H200 (run 5) counter-only stall findings outranked the planted cause in 3 of 7 cases."""
+    ranked: list[tuple[int, int, float, Finding]] = []
     for p in patterns:
-        ms = [m for m in (p.static(ev), p.dynamic(ev) if p.dynamic is not None and ev.dyn else None) if m]
+        static = p.static(ev)
+        dynamic = p.dynamic(ev) if p.dynamic is not None and ev.dyn else None
+        ms = [m for m in (static, dynamic) if m]
         if not ms:
             continue
         sev = min((m.severity or p.severity for m in ms), key=lambda s: SEVERITY_RANK[s])
-        out.append(
-            Finding(
-                pattern=p.id,
-                severity=sev,
-                score=max(m.score for m in ms),
-                locations=list(dict.fromkeys(x for m in ms for x in m.locations if x)),
-                evidence=[e for m in ms for e in m.evidence],
-                transformations=list(p.transformations),
-            )
+        f = Finding(
+            pattern=p.id,
+            severity=sev,
+            score=max(m.score for m in ms),
+            locations=list(dict.fromkeys(x for m in ms for x in m.locations if x)),
+            evidence=[e for m in ms for e in m.evidence],
+            transformations=list(p.transformations),
         )
-    out.sort(key=lambda f: (SEVERITY_RANK[f.severity], -f.score))
-    return out
+        ranked.append((SEVERITY_RANK[sev], 0 if static else 1, -f.score, f))
+    ranked.sort(key=lambda r: r[:3])
+    return [r[3] for r in ranked]

@@ -36,6 +36,7 @@ class TaskView(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     space: dict[str, list[Scalar]]
     shapes: dict[str, dict[str, int]]
     dtype: str
+    edge_shapes: list[dict[str, int]] = []  # SHAPES["edge"]
     precision: str
     source: str = ""  # the file's text (rules read line references from it; never rendered whole)
 
@@ -72,6 +73,7 @@ def read_task(path: str, source: str) -> TaskView:
         config=config,
         space=lits.get("SPACE") if isinstance(lits.get("SPACE"), dict) else {},  # type: ignore[arg-type]
         shapes={k: v for k, v in shapes.items() if isinstance(v, dict)},  # type: ignore[union-attr]
+        edge_shapes=[e for e in shapes.get("edge", []) if isinstance(e, dict)],  # type: ignore[union-attr]
         dtype=str(lits.get("DTYPE", "float32")),
         precision=str(lits.get("PRECISION", "exact")),
         source=source,

@@ -122,7 +122,12 @@ class TaskSource:
         return None
 
     def literal(self, name: str) -> dict | None:
-        node = self.config_node if name == "CONFIG" else self.space_node
+        """A top-level dict literal by name (CONFIG, SPACE, SHAPES, ...); None when absent or not literal."""
+        if name in ("CONFIG", "SPACE"):
+            node = self.config_node if name == "CONFIG" else self.space_node
+        else:  # every other name used to read SPACE by mistake
+            assigns = (n for n in self.tree.body if isinstance(n, ast.Assign))
+            node = next((n for n in assigns if any(getattr(t, "id", None) == name for t in n.targets)), None)
         if node is None:
             return None
         try:

@@ -71,8 +71,11 @@ def robust_cv(out: BenchOutput) -> float:
 
 def cv_measurement(out: BenchOutput, attempt: int) -> Measurement:
     return Measurement(
-        name=f"micro_cv_{attempt}", value=robust_cv(out), unit=f"robust (p20-p80); plain CV {out.stats.cv:.4f}",
-        low=out.stats.p20_ms, high=out.stats.p80_ms,
+        name=f"micro_cv_{attempt}",
+        value=robust_cv(out),
+        unit=f"robust (p20-p80); plain CV {out.stats.cv:.4f}",
+        low=out.stats.p20_ms,
+        high=out.stats.p80_ms,
     )
 
 

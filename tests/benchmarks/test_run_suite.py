@@ -103,8 +103,9 @@ def test_search_loop_stops_at_the_deadline() -> None:
 def test_search_loop_runs_its_first_round_even_past_the_deadline() -> None:
     # On the H200 (run 4) a task's share of a tight budget was spent by the fixed costs before its search
     # began, and 8 of 13 tasks timed nothing; the diagnosis-seeded first round now always runs.
-    trace = run_suite.search_loop(lambda h: [{"B": len(h)}], lambda cs: [(1.0, "")], deadline=-1.0,
-                                  clock=lambda: 0.0)
+    trace = run_suite.search_loop(
+        lambda h: [{"B": len(h)}], lambda cs: [(1.0, "")], deadline=-1.0, clock=lambda: 0.0
+    )
     assert len(trace) == 1
 
 
@@ -129,15 +130,29 @@ def test_roofline_bound_and_target() -> None:
 
 
 def _row(task: str, level: str, speedup: float | None) -> run_suite.Row:
-    return run_suite.Row(task=task, level=level, kind="triton", device="d", driver="v", cuda="c", triton="t",
-                         torch="p", gpus=1, target=">= 1x", meets_target=None, search="s", start_config={},
-                         speedup=speedup)
+    return run_suite.Row(
+        task=task,
+        level=level,
+        kind="triton",
+        device="d",
+        driver="v",
+        cuda="c",
+        triton="t",
+        torch="p",
+        gpus=1,
+        target=">= 1x",
+        meets_target=None,
+        search="s",
+        start_config={},
+        speedup=speedup,
+    )
 
 
 def test_append_keeps_earlier_rows_and_replaces_the_rerun_ones(tmp_path: Path) -> None:
     out_json, out_md = tmp_path / "kernels.json", tmp_path / "kernels.md"
-    first = run_suite.Report(dry_run=False, budget_s=1.0, rows=[_row("l2_b", "L2", 2.0), _row("l1_a", "L1", 1.5)],
-                             command="first")
+    first = run_suite.Report(
+        dry_run=False, budget_s=1.0, rows=[_row("l2_b", "L2", 2.0), _row("l1_a", "L1", 1.5)], command="first"
+    )
     run_suite.write(first, out_json, out_md)
     earlier = run_suite._earlier(out_json, running={"l2_b"})
     assert earlier is not None and [r.task for r in earlier.rows] == ["l1_a"]
@@ -171,7 +186,9 @@ def test_pick_correct_falls_back_to_the_next_fastest_correct_config() -> None:
     from types import SimpleNamespace
 
     # TEST INPUT: three timed configs, the two fastest fail correctness (as attention d64's did on the H200).
-    trace = [run_suite.Evaluation(config={"B": b}, median_ms=ms) for b, ms in ((64, 1.0), (128, 2.0), (32, 3.0))]
+    trace = [
+        run_suite.Evaluation(config={"B": b}, median_ms=ms) for b, ms in ((64, 1.0), (128, 2.0), (32, 3.0))
+    ]
     trace.append(run_suite.Evaluation(config={"B": 16}, median_ms=None, error="compile failed"))
     asked = []
 
@@ -181,8 +198,13 @@ def test_pick_correct_falls_back_to_the_next_fastest_correct_config() -> None:
 
     chosen, result, tried, failed = run_suite.pick_correct(trace, {"B": 8, "w": 4}, check, fallbacks=2)
     assert chosen.config == {"B": 32} and result.passed and tried == 3
-    assert asked == [{"B": 64}, {"B": 128}, {"B": 32}] and [e.config for e, _ in failed] == [{"B": 64}, {"B": 128}]
+    assert asked == [{"B": 64}, {"B": 128}, {"B": 32}] and [e.config for e, _ in failed] == [
+        {"B": 64},
+        {"B": 128},
+    ]
     asked.clear()
     chosen, result, tried, failed = run_suite.pick_correct(trace, {"B": 8, "w": 4}, check, fallbacks=1)
-    assert chosen.config == {"B": 64} and not result.passed and tried == 2  # none passed: the fastest, failing
+    assert (
+        chosen.config == {"B": 64} and not result.passed and tried == 2
+    )  # none passed: the fastest, failing
     assert run_suite.pick_correct([], {"B": 8}, check)[0] is None

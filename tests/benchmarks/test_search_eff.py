@@ -6,6 +6,8 @@ hand; real tables come from benchmarks/exhaustive.py on the GPU.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from benchmarks.search_eff import config_key, evaluations_to_reach, optimum
@@ -47,27 +49,54 @@ def test_never_reached_is_none_and_bad_fraction_is_refused() -> None:
         evaluations_to_reach([], TABLE, fraction=1.5)
 
 
-def test_search_report_joins_a_suite_trace_with_its_exhaustive_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_search_report_joins_a_suite_trace_with_its_exhaustive_table(tmp_path: Path) -> None:
     """search_report.py end to end on hand-made files (TEST INPUT, not measurements)."""
     import msgspec
 
     from benchmarks import run_suite, search_report
     from benchmarks.exhaustive import Entry, Table
 
-    table = Table(task="l1_x", space_size=5, legal=4, complete=True, entries=[
-        Entry(config={"B": b, "w": 4}, median_ms=ms) for b, ms in ((128, 2.0), (256, 1.5), (512, 1.0), (1024, 1.02))
-    ])
+    table = Table(
+        task="l1_x",
+        space_size=5,
+        legal=4,
+        complete=True,
+        entries=[
+            Entry(config={"B": b, "w": 4}, median_ms=ms)
+            for b, ms in ((128, 2.0), (256, 1.5), (512, 1.0), (1024, 1.02))
+        ],
+    )
     ex = tmp_path / "ex"
     ex.mkdir()
     (ex / "l1_x.json").write_bytes(msgspec.json.encode(table))
-    row = run_suite.Row(task="l1_x", level="L1", kind="triton", device="d", driver="v", cuda="c", triton="t",
-                        torch="p", gpus=1, target="t", meets_target=None, search="s", start_config={"B": 128, "w": 4},
-                        evaluations=[run_suite.Evaluation(config={"B": 256}, median_ms=1.4),
-                                     run_suite.Evaluation(config={"B": 1024}, median_ms=1.0)])
+    row = run_suite.Row(
+        task="l1_x",
+        level="L1",
+        kind="triton",
+        device="d",
+        driver="v",
+        cuda="c",
+        triton="t",
+        torch="p",
+        gpus=1,
+        target="t",
+        meets_target=None,
+        search="s",
+        start_config={"B": 128, "w": 4},
+        evaluations=[
+            run_suite.Evaluation(config={"B": 256}, median_ms=1.4),
+            run_suite.Evaluation(config={"B": 1024}, median_ms=1.0),
+        ],
+    )
     other = msgspec.structs.replace(row, task="l2_y", level="L2")
     suite = tmp_path / "kernels.json"
     suite.write_bytes(msgspec.json.encode(run_suite.Report(dry_run=False, budget_s=None, rows=[row, other])))
-    assert search_report.main(["--suite", str(suite), "--exhaustive-dir", str(ex), "--out", str(tmp_path / "eff")]) == 0
+    assert (
+        search_report.main(
+            ["--suite", str(suite), "--exhaustive-dir", str(ex), "--out", str(tmp_path / "eff")]
+        )
+        == 0
+    )
     got = {r["task"]: r for r in msgspec.json.decode((tmp_path / "eff.json").read_bytes())}
     # the second evaluation (B=1024 over the start's w=4) is 1.00 / 1.02 = 98.0 % of the optimum: 2 of 4 legal
     assert got["l1_x"]["evaluations_to_98"] == 2 and got["l1_x"]["share_of_space"] == 0.5

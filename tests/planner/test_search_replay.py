@@ -109,10 +109,33 @@ def test_converges_when_no_neighbour_is_left() -> None:
 def test_knobs_the_tile_model_does_not_name_get_one_knob_steps_in_round_0() -> None:
     """A CUDA C++ task's BLOCK_X/BLOCK_Y/USE_TILE: round 0 held one config (8x1) on the H200 (run 4)."""
     src = TaskSource((ROOT / "benchmarks/tasks/l1_transpose_cuda.py").read_text())
-    p = Problem(config=src.literal("CONFIG"), space=src.literal("SPACE"), full_shape={"rows": 16384, "cols": 16384},
-                dtype="float32", dot=False, findings=["transposed_access_no_staging"])
+    p = Problem(
+        config=src.literal("CONFIG"),
+        space=src.literal("SPACE"),
+        full_shape={"rows": 16384, "cols": 16384},
+        dtype="float32",
+        dot=False,
+        findings=["transposed_access_no_staging"],
+    )
     first = next_configs(p, [(p.config, None)], SearchOptions(batch=4, seeds=4))
     assert len(first) == 4
     assert {"USE_TILE": 1, "BLOCK_X": 32, "BLOCK_Y": 8} in first  # the staging switch is one step away
     for c in first:  # each is one knob away from the start
         assert sum(c[k] != p.config[k] for k in c) == 1, c
+
+
+def test_shared_memory_is_pruned_on_every_shape_the_config_must_run() -> None:
+    """attention d64's edge shape has d=128: on the H200 the suite's fastest configs at d=64 ran out of
+    shared memory there (262-279 KB > 227 KB) and failed correctness."""
+    src = TaskSource((ROOT / "benchmarks/tasks/l3_attention_d64.py").read_text())
+    shapes = src.literal("SHAPES")
+    cfg = {"BLOCK_M": 256, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}  # run 5's first failing config
+    p = Problem(config=src.literal("CONFIG"), space=src.literal("SPACE"), full_shape=shapes["full"],
+                dtype="bfloat16", dot=True)
+    assert prune_reasons(cfg, p) == []  # fine at d=64 alone
+    p_all = Problem(config=p.config, space=p.space, full_shape=shapes["full"], dtype="bfloat16", dot=True,
+                    other_shapes=[shapes["micro"], *shapes["edge"]])
+    why = prune_reasons(cfg, p_all)
+    assert len(why) == 1 and "on shape" in why[0] and "'d': 128" in why[0], why
+    first = next_configs(p_all, [(p_all.config, None)])
+    assert first and all(not prune_reasons(c, p_all) for c in first)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from services.planner.context import PlannerContext
+from services.planner.context import PlannerContext, TaskView
 from services.planner.patcher import parse_anchor
 from services.planner.policies.base import CandidatePlan, Plan
 from services.planner.search import Problem, SearchOptions, config_key, next_configs
@@ -121,6 +121,12 @@ def config_changes(base: dict[str, Scalar], target: dict[str, Scalar]) -> list[C
     return out
 
 
+def other_shapes(task: TaskView) -> list[dict[str, int]]:
+    """The micro and edge shapes' integer dimensions (what the search prunes shared memory on)."""
+    raw = [task.shapes.get("micro") or {}, *task.edge_shapes]
+    return [{k: v for k, v in s.items() if isinstance(v, int)} for s in raw if s]
+
+
 class RulesPolicy:
     name = "rules"
 
@@ -132,6 +138,7 @@ class RulesPolicy:
             config=dict(ctx.task.config),
             space=dict(ctx.task.space),
             full_shape=dict(ctx.task.shapes.get("full", {})),
+            other_shapes=other_shapes(ctx.task),
             dtype=ctx.task.dtype,
             dot=ctx.has_dot,
             findings=[f.pattern for f in ctx.findings],
