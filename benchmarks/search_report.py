@@ -72,8 +72,10 @@ def markdown(rows: Sequence[Efficiency]) -> str:
     lines = [
         "# Search efficiency (L1-L2): evaluations to 98 % of the exhaustive optimum",
         "",
-        "| task | legal configs | table complete | optimum ms | search best ms | evals | evals to 98 % | "
-        "share of space | <= 20 % |",
+        (
+            "| task | legal configs | table complete | optimum ms | search best ms | evals | evals to 98 % | "
+            "share of space | <= 20 % |"
+        ),
         "|" + "---|" * 9,
     ]
     def f(x: float | None, spec: str = ".4f") -> str:

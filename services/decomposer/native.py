@@ -209,8 +209,10 @@ def divergent_branch_around_barrier(ev: NativeEvidence) -> Match | None:
         0.45 if len(hits) > 1 else 0.3,
         [f"{f}:{ln}" for f, ln in lines if f][:6],
         [
-            f"{len(hits)} branch(es) on a lane-varying predicate jump over bar.sync (lines "
-            f"{', '.join(str(ln) for _, ln in lines)}): __syncthreads under a thread-dependent branch"
+            (
+                f"{len(hits)} branch(es) on a lane-varying predicate jump over bar.sync (lines "
+                f"{', '.join(str(ln) for _, ln in lines)}): __syncthreads under a thread-dependent branch"
+            )
         ],
     )
 
@@ -242,8 +244,10 @@ def _occ(ev: NativeEvidence, limiter: str) -> Match | None:
         round(0.6 * (1 - occ), 3),
         [],
         [
-            f"theoretical occupancy {100 * occ:.0f} % ({ev.blocks_per_sm} blocks x {ev.threads} threads), "
-            f"limited by {limiter}"
+            (
+                f"theoretical occupancy {100 * occ:.0f} % ({ev.blocks_per_sm} blocks x {ev.threads} "
+                f"threads), limited by {limiter}"
+            )
         ],
     )
 

@@ -297,7 +297,7 @@ def _lanes(k: PtxKernel) -> None:
                 elif ca != 0 and cb != 0:
                     r = "NA"
                 else:
-                    lane_c, other, other_v = (ca, b, vb) if cb == 0 else (cb, a, va)
+                    lane_c, _other, other_v = (ca, b, vb) if cb == 0 else (cb, a, va)
                     if other_v is not None:
                         r = _scale(lane_c, other_v)
                     elif lane_c in ("IND", "NA"):

@@ -44,5 +44,5 @@ def test_fixtures_match_cuda_cases_py() -> None:
     for case in CUDA_CASES:
         d = corpus_io.CORPUS / case.name
         assert (d / f"{case.name}.cu").read_text() == case.source, case.name
-        art, facts, meta = corpus_io.load(d)
+        _art, facts, meta = corpus_io.load(d)
         assert meta["expect"] == case.expect and facts.grid == list(case.grid), case.name

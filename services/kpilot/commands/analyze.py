@@ -63,8 +63,9 @@ async def _request(url: str, ref: dict[str, Any], timeout_s: float):  # type: ig
 def render(d: dict[str, Any]) -> str:
     """The diagnostic report: findings with evidence and fixes, then the node table and the IR summary."""
     roof = d.get("roofline") or {}
-    lines = [f"kernel {d['kernel']} ({d['target']}, {d['num_warps']} warps): "
-             f"{roof.get('bound', 'roofline unknown')}", "", "findings (most important first):"]
+    bound = roof.get("bound", "roofline unknown")
+    head = f"kernel {d['kernel']} ({d['target']}, {d['num_warps']} warps): {bound}"
+    lines = [head, "", "findings (most important first):"]
     for f in d.get("findings", []):
         where = ", ".join(Path(x).name for x in f["locations"][:4]) or "-"
         lines.append(f"  [{f['severity']}] {f['pattern']}  at {where}")
@@ -82,8 +83,7 @@ def render(d: dict[str, Any]) -> str:
         loc = n.get("loc") or {}
         where = f"{Path(loc['file']).name}:{loc['line']}" if loc else ""
         lines.append(f"  {n.get('kind', '?'):<8} {n.get('op', '?'):<28} {unit:<28} {where}")
-    lines += ["", "IR summary for prompts "
-              f"({d.get('summary_tokens', 0)} tokens):", d.get("summary", "")]
+    lines += ["", f"IR summary for prompts ({d.get('summary_tokens', 0)} tokens):", d.get("summary", "")]
     return "\n".join(lines)
 
 
