@@ -6,7 +6,8 @@ set -u
 source tests/gpu/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"; cp benchmarks/results/h200/suite/kernels.json "$R/kernels.json"
 T=l1_relu,l1_gelu,l1_col_reduce,l1_rms_norm,l1_cross_entropy,l1_transpose_cuda,l2_bmm,l2_matmul_irregular
-T=$T,l2_matmul_bias_gelu,l3_attention_d64,l4_jagged_attention,l4_block_sparse_attention,l4_moe_grouped_gemm
+T=$T,l2_matmul_bias_gelu,l3_attention_d64,l3_attention_d64_causal,l3_pipeline,l4_jagged_attention
+T=$T,l4_block_sparse_attention,l4_moe_grouped_gemm
 timeout 580 python3 benchmarks/run_suite.py --append --skip-compile --tasks $T --budget-s 540 \
     --baselines "$R/baselines_run8.json" --out-json "$R/kernels.json" --out-md "$R/kernels.md" \
     > "$OUT/suite.log" 2>&1; echo "suite rc=$?"; grep -E "^\[|wrote|Traceback" "$OUT/suite.log" | tail -16
