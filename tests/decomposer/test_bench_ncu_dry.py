@@ -35,3 +35,41 @@ def test_plan_describes_a_launch_for_every_case() -> None:
             assert "skip" in e or e["elements_per_pointer"] > 0, e
     skipped = [e["case"] for e in entries if "skip" in e]
     assert skipped == ["print_left_in"], skipped  # a new Triton case needs a TRITON_ELEMS entry
+
+
+def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
+    out = tmp_path / "b.json"
+    assert bench.main(["--out", str(out), "--dry-run"]) == 0
+    res = json.loads(out.read_text())
+    assert {r["ncu"] for r in res["cases"]} == {"not measured: dry run"} and res["batch_size"] == 16
+    launchable = [e["case"] for e in res["plan"] if "skip" not in e]
+    batches = res["batches"]
+    # every launchable case in exactly one batch, corpus order kept, one language and <= 16 cases each
+    assert [c for b in batches for c in b["cases"]] == launchable
+    lang = {e["case"]: e["language"] for e in res["plan"]}
+    assert all(len(b["cases"]) <= 16 and {lang[c] for c in b["cases"]} == {b["language"]} for b in batches)
+    assert [(b["language"], len(b["cases"])) for b in batches] == [
+        ("triton", 14),
+        ("cuda", 11),
+        ("triton", 16),
+        ("triton", 13),
+    ]
+    assert {r["case"]: r["batch"] for r in res["cases"]}["print_left_in"] is None  # never launched
+    assert all("outcome" not in b for b in batches)  # nothing ran
+
+
+def test_batches_follow_the_case_order_and_size(tmp_path: Path) -> None:
+    out = tmp_path / "b.json"
+    order = ["tiny_add", "cuda_spills", "clean_add", "matmul_n8", "print_left_in", "fp64_math"]
+    argv = ["--out", str(out), "--dry-run", "--batch-size", "2"]
+    assert bench.main(argv + [a for c in order for a in ("--case", c)]) == 0
+    res = json.loads(out.read_text())
+    assert [r["case"] for r in res["cases"]] == order
+    assert [b["cases"] for b in res["batches"]] == [
+        ["tiny_add"],
+        ["cuda_spills"],
+        ["clean_add", "matmul_n8"],
+        ["fp64_math"],
+    ]
+    with pytest.raises(SystemExit, match="--batch-size 0"):
+        bench.main(["--out", str(out), "--dry-run", "--batch-size", "0"])

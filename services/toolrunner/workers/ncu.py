@@ -1,9 +1,10 @@
 """Worker: profile one launch of a task's kernel with Nsight Compute and return the raw CSV page.
 
 ncu runs `python -m services.toolrunner.workers.launch_task` with `--profile-from-start off -k
-regex:^<kernel>$ -c 1`, so it profiles only the launch inside the cudaProfilerStart/Stop range. Clocks
-are left alone (`--clock-control none`, GPU.md: ncu's default locks base clocks). The report is written
-to the artifact directory, then read back with `ncu --import ... --csv --page raw`.
+regex:^<kernel>$ -c 1`, so it profiles only the launch inside the cudaProfilerStart/Stop range (a batch
+request widens that to `-k regex:<kernel_regex> -c <launch_count>`: one launch in each of several
+ranges). Clocks are left alone (`--clock-control none`, GPU.md: ncu's default locks base clocks). The
+report is written to the artifact directory, then read back with `ncu --import ... --csv --page raw`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ class NcuWorkerRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     metrics: list[str]
     report_dir: str
     timeout_s: float
+    # A batch of launches (benchmarks/bench_decomposer_ncu.py): an ncu "regex:" kernel filter that
+    # replaces the exact match on `kernel` (then only a name for the report), and how many launches
+    # inside the cudaProfilerStart/Stop ranges to profile.
+    kernel_regex: str = ""
+    launch_count: int = 1
 
 
 class NcuWorkerResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -78,9 +84,9 @@ def main() -> None:
         "--metrics",
         ",".join(metrics),
         "-k",
-        f"regex:^{re.escape(req.kernel)}$",
+        f"regex:{req.kernel_regex or '^' + re.escape(req.kernel) + '$'}",
         "-c",
-        "1",
+        str(req.launch_count),
         "-f",
         "-o",
         str(report_base),
