@@ -38,6 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.suite import SuiteError, TaskMeta, select
+from services.verifier.policy import VerifyPolicy
 
 RESULTS = ROOT / "benchmarks" / "results"
 NO_GPU = "not measured: no GPU"
@@ -49,12 +50,14 @@ MAX_ENUMERATE = 50_000
 SEARCH_WARMUP_MS = 10.0
 SEARCH_REP_MS = 40.0
 MAX_ROUNDS = 8  # the planner's search converges in 3-6 rounds of 4 on the examples' spaces
-# After its search a task still runs correctness (two fresh processes) and bench_ab (one): ~20 s on the
-# H200 (run 3's micro layer spent ~15 s in run_correctness). The search stops this long before its share.
+# After its search a task still runs correctness (two fresh processes) and bench_ab (one). An estimate,
+# not a per-tool measurement: on the H200 (run 4) the eight tasks that searched nothing took 25-36 s in
+# all, load and compile included. The search stops this long before its share.
 TAIL_S = 20.0
-CORRECTNESS_FALLBACKS = 2  # next-fastest configs checked when the fastest fails correctness (~8 s each)
-MIN_GAIN = 0.02
-_STATIC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="suite-static")  # the verifier's acceptance rule (services/verifier/policy.py): CI low > 1 + min_gain
+CORRECTNESS_FALLBACKS = 2  # next-fastest configs checked when the fastest fails correctness
+# The verifier's acceptance rule, from its policy: a speedup's CI low must exceed 1 + min_gain.
+MIN_GAIN = VerifyPolicy().min_gain
+_STATIC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="suite-static")
 FALLBACK_MAX_CONFIGS = 32
 
 
@@ -170,10 +173,7 @@ def problem(manifest: Any, meta: TaskMeta, planner: Any) -> Any:
         config=dict(manifest.config),
         space=dict(manifest.space),
         full_shape=dict(manifest.shapes.full),
-        other_shapes=[
-            {k: v for k, v in s.items() if isinstance(v, int)}
-            for s in (manifest.shapes.micro, *manifest.shapes.edge)
-        ],
+        other_shapes=[planner.int_dims(s) for s in (manifest.shapes.micro, *manifest.shapes.edge)],
         dtype=manifest.dtype,
         dot=_uses_dot(meta.path),
     )
@@ -243,11 +243,6 @@ def pick_correct(
         if chosen is None:
             chosen, result = e, r
     return chosen, result, len(failed), failed
-
-
-def best_of(trace: Sequence[Evaluation]) -> Evaluation | None:
-    ok = [e for e in trace if e.median_ms is not None]
-    return min(ok, key=lambda e: e.median_ms or 0.0) if ok else None
 
 
 # ---------------------------------------------------------------------------------------------- figures

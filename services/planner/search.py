@@ -210,6 +210,11 @@ def _l2_overflow(cfg: Config, p: Problem, e: Estimate, gpu: GpuFacts) -> float:
     return max(0.0, (a_rows + b_cols) / gpu.l2_bytes.value - 1.0)
 
 
+def int_dims(shape: Mapping[str, object]) -> dict[str, int]:
+    """A shape's integer dimensions (a shape may also carry e.g. a dtype string)."""
+    return {k: v for k, v in shape.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
 def config_key(cfg: Mapping[str, Scalar]) -> str:
     return ",".join(f"{k}={cfg[k]}" for k in sorted(cfg))
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import msgspec
 
-from services.toolrunner.bench import check_task, load
+from services.toolrunner.bench import check_task
 from services.toolrunner.nvtools import require_gpu
 from services.toolrunner.sandbox import Limits, run_worker
+from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from shared.tools.bench import AutotuneInput, AutotuneOutput
 
@@ -25,7 +26,7 @@ def check(req: AutotuneInput) -> None:
 def run(req: AutotuneInput) -> AutotuneOutput:
     check(req)
     require_gpu("autotune", req.gpu)
-    manifest = load(req.task_path)
+    manifest = load_for_tool(req.task_path)
     for cfg in req.configs:
         check_task(manifest, req.shape, cfg)
     if not req.configs:

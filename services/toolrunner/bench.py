@@ -11,21 +11,12 @@ import msgspec
 
 from services.toolrunner.nvtools import require_gpu
 from services.toolrunner.sandbox import Limits, run_worker
-from services.toolrunner.tasks import TaskError, load_task_cached
+from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.bench import BenchJob
 from shared.messages import Scalar
 from shared.tools.bench import BenchInput, BenchOutput
 from shared.tools.task import TaskManifest
-
-
-def load(task_path: str) -> TaskManifest:
-    """The task's manifest, cached by path + content hash: the funnel's load_task and compile loaded it
-    already, and each load is a sandboxed import (1.2-1.9 s on 2 cores); an edited file is loaded anew."""
-    try:
-        return load_task_cached(task_path)
-    except TaskError as e:
-        raise ToolFailure("refused", str(e), e.problems) from None
 
 
 def check_task(manifest: TaskManifest, shape: str, config: dict[str, Scalar]) -> None:
@@ -62,7 +53,7 @@ def run_bench_worker(job: BenchJob, gpu: int, timeout_s: float) -> bytes:
 def run(req: BenchInput) -> BenchOutput:
     check(req)
     require_gpu("bench", req.gpu)
-    manifest = load(req.task_path)
+    manifest = load_for_tool(req.task_path)
     check_task(manifest, req.shape, req.config)
     req = msgspec.structs.replace(req, task_path=manifest.path)
     return msgspec.json.decode(

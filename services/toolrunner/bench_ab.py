@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import msgspec
 
-from services.toolrunner.bench import check_task, load, run_bench_worker
+from services.toolrunner.bench import check_task, run_bench_worker
 from services.toolrunner.nvtools import require_gpu
+from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.bench import BenchJob
 from shared.tools.bench import BenchABInput, BenchABOutput
@@ -27,7 +28,7 @@ def run(req: BenchABInput) -> BenchABOutput:
     require_gpu("bench_ab", req.gpu)
     sides = []
     for side in (req.a, req.b):
-        manifest = load(side.task_path)
+        manifest = load_for_tool(side.task_path)
         check_task(manifest, req.shape, side.config)
         sides.append(msgspec.structs.replace(side, task_path=manifest.path))
     req = msgspec.structs.replace(req, a=sides[0], b=sides[1])

@@ -20,7 +20,7 @@ from services.toolrunner.artifacts import ArtifactStore, LocalArtifactStore, Loc
 from services.toolrunner.sandbox import Limits, run_worker
 from services.toolrunner.targets import parse_target, sm_arch
 from services.toolrunner.task_parts import LAUNCH_OPTIONS
-from services.toolrunner.tasks import TaskError, load_task_cached
+from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.compile import CompileJob, CompileWorkerResult
 from services.toolrunner.workers.tool_versions import VersionsRequest, VersionsResult
@@ -54,10 +54,7 @@ class Resolved:
 
 def resolve(args: CompileInput) -> Resolved:
     """Check a request against the task; ToolFailure("refused") naming the fix when it does not fit."""
-    try:
-        manifest = load_task_cached(args.task_path)
-    except TaskError as e:
-        raise ToolFailure("refused", str(e), e.problems) from None
+    manifest = load_for_tool(args.task_path)
     problems = []
     names = manifest.kernel_names()
     kernel = args.kernel or manifest.primary

@@ -21,7 +21,7 @@ import msgspec
 
 from services.toolrunner.output_compare import compare_arrays, describe_failure
 from services.toolrunner.sandbox import Limits, SandboxOutcome, run_worker
-from services.toolrunner.tasks import TaskError, load_task_cached
+from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.correctness import (
     BF16_ON_CPU,
@@ -52,16 +52,6 @@ def gpu_count() -> int:
             pynvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - no library, no driver, no device: all mean no GPU
         return 0
-
-
-def _load(path: str, what: str) -> TaskManifest:
-    # Cached by path + content hash: the funnel's load_task and compile already loaded these files,
-    # and each load is a sandboxed import (1.2-1.9 s on 2 cores, benchmarks/profile_funnel.py); an
-    # edited file has a new hash and is loaded anew.
-    try:
-        return load_task_cached(path)
-    except TaskError as e:
-        raise ToolFailure("refused", f"{what}: {e}", e.problems) from e
 
 
 def resolve_cases(manifest: TaskManifest, names: list[str], seeds: list[int], cpu: bool) -> list[CaseSpec]:
@@ -154,8 +144,8 @@ def run(args: RunCorrectnessInput) -> RunCorrectnessOutput:
     if args.device == "cuda" and gpus == 0:
         raise ToolFailure("unavailable", "unavailable: no GPU (pass device=\"cpu\" for Triton's interpreter)")
     cuda = gpus > 0
-    task = _load(args.task_path, "task")
-    cand_manifest = _load(args.candidate_path, "candidate") if args.candidate_path else task
+    task = load_for_tool(args.task_path, "task")
+    cand_manifest = load_for_tool(args.candidate_path, "candidate") if args.candidate_path else task
     if unknown := sorted(set(args.config) - set(cand_manifest.config)):
         raise ToolFailure("refused", f"config keys {unknown} are not in the candidate's CONFIG; use some of "
                                      f"{sorted(cand_manifest.config)}")

@@ -17,7 +17,7 @@ import msgspec
 from services.toolrunner.correctness import CPU_MEMORY_MB, gpu_count
 from services.toolrunner.output_compare import compare_arrays, describe_failure
 from services.toolrunner.sandbox import Limits, run_worker
-from services.toolrunner.tasks import TaskError, load_task_cached
+from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.honesty import CallRecord, HonestyWorkerInput, HonestyWorkerResult
 from shared.messages import Scalar
@@ -40,16 +40,6 @@ CHECKS = (
     "outputs are plain torch.Tensor (no lazy subclass)",
     "the call launches a Triton kernel (Triton tasks) and does not run the reference's torch ops",
 )
-
-
-def _load(path: str, what: str) -> TaskManifest:
-    # Cached by path + content hash: the funnel's load_task and compile already loaded these files,
-    # and each load is a sandboxed import (1.2-1.9 s on 2 cores, benchmarks/profile_funnel.py); an
-    # edited file has a new hash and is loaded anew.
-    try:
-        return load_task_cached(path)
-    except TaskError as e:
-        raise ToolFailure("refused", f"{what}: {e}", e.problems) from e
 
 
 def _side(req: HonestyWorkerInput, limits: Limits) -> HonestyWorkerResult:
@@ -114,8 +104,8 @@ def run(args: HonestyInput) -> HonestyOutput:
     gpus = gpu_count() if args.device != "cpu" else 0
     if args.device == "cuda" and gpus == 0:
         raise ToolFailure("unavailable", 'unavailable: no GPU (pass device="cpu" for Triton\'s interpreter)')
-    task = _load(args.task_path, "task")
-    cand = _load(args.candidate_path, "candidate") if args.candidate_path else task
+    task = load_for_tool(args.task_path, "task")
+    cand = load_for_tool(args.candidate_path, "candidate") if args.candidate_path else task
     if unknown := sorted(set(args.config) - set(cand.config)):
         raise ToolFailure(
             "refused",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from services.toolrunner.sandbox import Limits, SandboxOutcome, run_worker
-from services.toolrunner.tasks import TaskError, load_task
+from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.mem_access import (
     TARGET,
@@ -43,10 +43,7 @@ def _decode(outcome: SandboxOutcome, type_: type, what: str) -> object:
 def run(args: MemAccessInput) -> MemAccessOutput:
     if args.max_programs < 1:
         raise ToolFailure("refused", f"max_programs={args.max_programs}: pass at least 1 (256 is the default)")
-    try:
-        task = load_task(args.task_path)
-    except TaskError as e:
-        raise ToolFailure("refused", str(e), e.problems) from e
+    task = load_for_tool(args.task_path)
     if task.kind != "triton":
         raise ToolFailure("refused", f"mem_access_profile reads Triton layouts; {task.path} is a {task.kind} "
                                      "task (use ncu on a GPU)")

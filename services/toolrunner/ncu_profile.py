@@ -20,7 +20,7 @@ from services.toolrunner.ncu_csv import (
 )
 from services.toolrunner.nvtools import require_gpu
 from services.toolrunner.sandbox import Limits, run_worker
-from services.toolrunner.tasks import TaskError, load_task
+from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.launch_task import LaunchTaskRequest
 from services.toolrunner.workers.ncu import NcuWorkerRequest, NcuWorkerResult
@@ -47,17 +47,12 @@ def resolve_kernel(manifest: TaskManifest, kernel: str, shape: str) -> str:
     return kernel
 
 
-def load(task_path: str) -> TaskManifest:
-    try:
-        return load_task(task_path)
-    except TaskError as e:
-        raise ToolFailure("refused", str(e), e.problems) from None
 
 
 def run(req: NcuProfileInput) -> NcuProfileOutput:
     ncu = require_gpu("ncu_profile", req.gpu, "ncu")
     assert ncu is not None
-    manifest = load(req.task_path)
+    manifest = load_for_tool(req.task_path)
     kernel = resolve_kernel(manifest, req.kernel, req.shape)
     report_dir = req.artifact_dir or str(Path(tempfile.gettempdir()) / "kpilot-artifacts" / "ncu")
     wreq = NcuWorkerRequest(

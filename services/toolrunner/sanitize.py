@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import msgspec
 
-from services.toolrunner.ncu_profile import load, resolve_kernel
+from services.toolrunner.ncu_profile import resolve_kernel
 from services.toolrunner.nvtools import require_gpu
 from services.toolrunner.sandbox import Limits, run_worker
 from services.toolrunner.sanitizer_text import parse_sanitizer_output
+from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.launch_task import LaunchTaskRequest
 from services.toolrunner.workers.sanitize import SanitizeWorkerRequest, SanitizeWorkerResult
@@ -32,7 +33,7 @@ def run(req: SanitizeInput) -> SanitizeOutput:
     check(req)
     sanitizer = require_gpu("sanitize", req.gpu, "compute-sanitizer")
     assert sanitizer is not None
-    manifest = load(req.task_path)
+    manifest = load_for_tool(req.task_path)
     kernel = resolve_kernel(manifest, req.kernel, req.shape) if req.kernel else ""
     wreq = SanitizeWorkerRequest(
         sanitizer=sanitizer,

@@ -70,3 +70,16 @@ def load_task_cached(path: str | Path) -> TaskManifest:
             _MANIFESTS.pop(next(iter(_MANIFESTS)))
         _MANIFESTS[key] = manifest
     return _MANIFESTS[key]
+
+
+def load_for_tool(path: str | Path, what: str = "") -> TaskManifest:
+    """The manifest a tool checks a request against, cached by path + content hash (each load is a
+    sandboxed ~1.2-1.9 s import on 2 cores, benchmarks/profile_funnel.py; an edited file is loaded anew).
+    A task that cannot be used becomes ToolFailure("refused") with its problems; `what` ("candidate")
+    prefixes the message when a tool loads more than one file."""
+    from services.toolrunner.tool import ToolFailure
+
+    try:
+        return load_task_cached(path)
+    except TaskError as e:
+        raise ToolFailure("refused", f"{what}: {e}" if what else str(e), e.problems) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -89,7 +90,8 @@ def test_search_loop_stops_when_the_proposer_converges() -> None:
     assert [e.round for e in trace] == [0, 0, 1, 2]
     assert seen_history[0] == [({"B": 64}, None)]  # the start is in the history, unscored
     assert seen_history[1][-1] == ({"B": 256}, 0.5)  # scores are 1 / ms
-    assert run_suite.best_of(trace).config == {"B": 512}
+    fastest, _, checks, _ = run_suite.pick_correct(trace, {"B": 64}, lambda c: SimpleNamespace(passed=True))
+    assert fastest.config == {"B": 512} and checks == 1
 
 
 def test_search_loop_stops_at_the_deadline() -> None:
@@ -183,7 +185,6 @@ def test_settle_ships_the_start_config_when_the_best_is_slower_or_wrong() -> Non
 
 
 def test_pick_correct_falls_back_to_the_next_fastest_correct_config() -> None:
-    from types import SimpleNamespace
 
     # TEST INPUT: three timed configs, the two fastest fail correctness (as attention d64's did on the H200).
     trace = [

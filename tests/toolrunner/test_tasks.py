@@ -111,10 +111,24 @@ _GOOD = """
 def test_the_run_tools_share_one_load_per_file_content(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """run_correctness, honesty_probe and the bench tools read manifests through the content-keyed cache:
-    one sandboxed import per file version, and an edited file is imported again."""
-    from services.toolrunner import bench, correctness, honesty, tasks
+    """Every tool that checks a request against a task reads its manifest through load_for_tool, the
+    content-keyed cache: one sandboxed import per file version, and an edited file is imported again."""
+    from services.toolrunner import (
+        autotune,
+        bench,
+        bench_ab,
+        compile,
+        correctness,
+        honesty,
+        mem_access,
+        ncu_profile,
+        sanitize,
+        tasks,
+    )
+    from services.toolrunner.tool import ToolFailure
 
+    for tool in (autotune, bench, bench_ab, compile, correctness, honesty, mem_access, ncu_profile, sanitize):
+        assert tool.load_for_tool is tasks.load_for_tool, tool.__name__
     loads: list[str] = []
     real = tasks.load_task
 
@@ -124,11 +138,14 @@ def test_the_run_tools_share_one_load_per_file_content(
 
     monkeypatch.setattr(tasks, "load_task", counting)
     path = _write(tmp_path, "shared", _GOOD)
-    first = correctness._load(str(path), "task")
-    assert honesty._load(str(path), "task") == first and bench.load(str(path)) == first
+    first = tasks.load_for_tool(str(path), "task")
+    assert tasks.load_for_tool(str(path), "candidate") == first and tasks.load_for_tool(str(path)) == first
     assert len(loads) == 1, loads
     path.write_text(path.read_text().replace('"BLOCK": 128,', '"BLOCK": 256,'))
-    assert bench.load(str(path)).config["BLOCK"] == 256 and len(loads) == 2, loads
+    assert tasks.load_for_tool(str(path)).config["BLOCK"] == 256 and len(loads) == 2, loads
+    with pytest.raises(ToolFailure) as e:
+        tasks.load_for_tool(str(tmp_path / "missing.py"), "candidate")
+    assert e.value.code == "refused" and str(e.value).startswith("candidate: task ")
 
 
 def _problems(path: Path, limits: Limits | None = None) -> list[str]:

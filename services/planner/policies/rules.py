@@ -17,7 +17,7 @@ import msgspec
 from services.planner.context import PlannerContext, TaskView
 from services.planner.patcher import parse_anchor
 from services.planner.policies.base import CandidatePlan, Plan
-from services.planner.search import Problem, SearchOptions, config_key, next_configs
+from services.planner.search import Problem, SearchOptions, config_key, int_dims, next_configs
 from shared.messages import ChangeDescription, Scalar
 from shared.tools.decompose import Finding
 
@@ -124,7 +124,7 @@ def config_changes(base: dict[str, Scalar], target: dict[str, Scalar]) -> list[C
 def other_shapes(task: TaskView) -> list[dict[str, int]]:
     """The micro and edge shapes' integer dimensions (what the search prunes shared memory on)."""
     raw = [task.shapes.get("micro") or {}, *task.edge_shapes]
-    return [{k: v for k, v in s.items() if isinstance(v, int)} for s in raw if s]
+    return [int_dims(s) for s in raw if s]
 
 
 class RulesPolicy:
