@@ -371,6 +371,12 @@ def _launch_failures(manifest: Path) -> dict[str, str]:
     return {c: f"not measured: launch failed: {m}" for c, m in failed.items()}
 
 
+REPLAY_NOTE = (
+    "counters measured on the GPU by the run named in replayed_from; findings, ranking and scores "
+    "recomputed from them on CPU by the pattern library of this checkout"
+)
+
+
 def _top(findings: list) -> dict[str, Any] | None:
     if not findings:
         return None
@@ -427,6 +433,8 @@ def measure(
             missed = one_run(b["cases"], args.batch_timeout_s, f"b{b['batch']}")
             b["wall_s"] = round(time.monotonic() - t, 1)
             b["outcome"] = f"{len(b['cases']) - len(missed)} of {len(b['cases'])} measured"
+            if missed:  # kept: the lone retries below overwrite each case's reason (run 9 lost why)
+                b["missed_because"] = sorted(set(missed.values()))[:4]
             if len(b["cases"]) == 1:
                 continue
             b["retried"] = {}
@@ -459,17 +467,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.batch_size < 1:
         raise SystemExit(f"bench_decomposer_ncu: --batch-size {args.batch_size}: give 1 or more")
     batches = plan_batches(entries, args.batch_size)
-    gpus = 0 if args.dry_run else gpu_count()
-    ncu = find_tool("ncu") if gpus else None
-    why_not = (
-        "not measured: dry run"
-        if args.dry_run
-        else ""
-        if gpus and ncu
-        else ("not measured: no GPU" if not gpus else "not measured: ncu not found")
-    )
+    earlier = json.loads(Path(args.replay).read_text()) if args.replay else None
+    if earlier is not None:  # score an earlier run's counters with today's pattern library: no GPU needed
+        gpus, ncu, batches = int(earlier["gpu"]), earlier["ncu"], earlier["batches"]
+        why_not = "" if gpus and ncu else "not measured: the replayed run measured nothing"
+    else:
+        gpus = 0 if args.dry_run else gpu_count()
+        ncu = find_tool("ncu") if gpus else None
+        why_not = (
+            "not measured: dry run"
+            if args.dry_run
+            else ""
+            if gpus and ncu
+            else ("not measured: no GPU" if not gpus else "not measured: ncu not found")
+        )
     t0 = time.monotonic()
-    counters_of, why = measure(entries, batches, ncu or "", args) if not why_not else ({}, {})
+    if earlier is not None:
+        counters_of = {c["case"]: c["counters"] for c in earlier["cases"] if "counters" in c}
+        why = {c["case"]: c["ncu"] for c in earlier["cases"] if "counters" not in c}
+    elif not why_not:
+        counters_of, why = measure(entries, batches, ncu or "", args)
+    else:
+        counters_of, why = {}, {}
     batch_of = {c: b["batch"] for b in batches for c in b["cases"]}
     rows: list[dict[str, Any]] = []
     for e in entries:
@@ -501,7 +520,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "ncu": ncu,
         "budget_s": args.budget_s,
         "batch_size": args.batch_size,
-        "elapsed_s": round(time.monotonic() - t0, 1),
+        "elapsed_s": earlier["elapsed_s"] if earlier else round(time.monotonic() - t0, 1),
+        **({"replayed_from": args.replay, "replay": REPLAY_NOTE} if earlier else {}),
         "static": score(rows, "top_static"),
         "static_plus_ncu": score(rows, "top_ncu"),
         "measured": sum(1 for r in rows if r["ncu"] == "measured"),
@@ -524,6 +544,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case-timeout-s", type=float, default=60.0, help="ncu timeout per lone retry")
     ap.add_argument("--case", action="append", default=[], help="only this case (repeatable)")
     ap.add_argument("--dry-run", action="store_true", help="list the launch plan; profile nothing")
+    ap.add_argument(
+        "--replay", metavar="RESULT_JSON", help="re-score an earlier run's kept counters (no GPU, no ncu)"
+    )
     args = ap.parse_args(argv)
     result = run(args)
     text = json.dumps(result, indent=1) + "\n"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from services.decomposer import evidence as evm
 from services.decomposer import patterns as pt
 from services.decomposer import roofline, summary
-from services.decomposer.patterns import PATTERNS, SEVERITY_RANK, Match
+from services.decomposer.patterns import PATTERNS, Match
 from services.decomposer.ptx_lanes import MemAccess, PtxKernel, parse_ptx
 from services.decomposer.sass import Sass, parse_ptxas, parse_sass, per_line
 from shared.tokens import TOKEN_RULE
@@ -277,26 +277,13 @@ STATIC: dict[str, Callable[[NativeEvidence], Match | None]] = {
 def match(ev: NativeEvidence) -> list[Finding]:
     """PATTERNS in order: the CUDA static predicate where one applies; every dynamic (ncu) predicate,
     which reads only counters."""
-    out: list[Finding] = []
+    found = []
     for p in PATTERNS:
         st = STATIC.get(p.id)
         dyn = p.dynamic(ev) if p.dynamic and ev.dyn else None  # type: ignore[arg-type]
-        ms = [m for m in (st(ev) if st else None, dyn) if m]
-        if not ms:
-            continue
-        sev = min((m.severity or p.severity for m in ms), key=lambda s: SEVERITY_RANK[s])
-        out.append(
-            Finding(
-                pattern=p.id,
-                severity=sev,
-                score=max(m.score for m in ms),
-                locations=list(dict.fromkeys(x for m in ms for x in m.locations if x)),
-                evidence=[e for m in ms for e in m.evidence],
-                transformations=list(p.transformations),
-            )
-        )
-    out.sort(key=lambda f: (SEVERITY_RANK[f.severity], -f.score))
-    return out
+        if fc := pt.finding(p, st(ev) if st else None, dyn):
+            found.append(fc)
+    return pt.rank(found)
 
 
 def build(artifacts: Artifacts, facts: TaskFacts) -> tuple[NativeEvidence, list[str]]:

@@ -258,7 +258,12 @@ def _lanes(k: PtxKernel) -> None:
         if base == "ld" and ".param" in ins.opcode:
             coef[dst], _ = 0, param.add(dst)
             continue
-        if ".f64" in ins.opcode and base not in ("mov", "ld", "st", "cvt") or base == "cvt" and ".f64" in ins.opcode:
+        if (
+            ".f64" in ins.opcode
+            and base not in ("mov", "ld", "st", "cvt")
+            or base == "cvt"
+            and ".f64" in ins.opcode
+        ):
             k.f64_ops.append(ins)
         if base == "setp":
             pvary[dst] = any(c(o) != 0 for o in src)
