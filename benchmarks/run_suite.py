@@ -226,7 +226,9 @@ def _autotune(path: str, configs: list[dict[str, Any]], gpu: int, max_configs: i
 
 
 def pick_correct(
-    trace: Sequence[Evaluation], start: dict[str, Any], check: Callable[[dict[str, Any]], Any],
+    trace: Sequence[Evaluation],
+    start: dict[str, Any],
+    check: Callable[[dict[str, Any]], Any],
     fallbacks: int = CORRECTNESS_FALLBACKS,
 ) -> tuple[Evaluation | None, Any, int, list[tuple[Evaluation, Any]]]:
     """The fastest timed configs in turn until one passes `check` (correctness on every shape); H200 run 5:
@@ -286,13 +288,18 @@ def settle(row: Row, best: Timing, speedup: float, ci: list[float], *, changed: 
     and its speedup interval clears 1 + min_gain, else the start config (after = before, speedup 1)."""
     row.candidate_speedup, row.candidate_ci = speedup, ci
     if not changed:
-        row.outcome = ("start kept: no config was searched (the task's budget share was spent first)"
-                       if not row.evaluations else "start kept: no searched config beat it")
+        row.outcome = (
+            "start kept: no config was searched (the task's budget share was spent first)"
+            if not row.evaluations
+            else "start kept: no searched config beat it"
+        )
     elif correct and ci[0] > 1.0 + MIN_GAIN:
         row.outcome = "patched: the best config's speedup interval clears 1 + min_gain"
     else:
-        why = "it failed correctness" if not correct else (
-            f"its speedup {speedup:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}] does not clear {1 + MIN_GAIN:g}x"
+        why = (
+            "it failed correctness"
+            if not correct
+            else (f"its speedup {speedup:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}] does not clear {1 + MIN_GAIN:g}x")
         )
         row.outcome = f"start kept: the best searched config was rejected ({why})"
     patched = row.outcome.startswith("patched")
@@ -320,20 +327,11 @@ def run_task(
     # overlap the search, whose time goes to GPU timing in other processes, and join the row at the end.
     static = _STATIC_POOL.submit(static_layers, manifest, meta, planner)
     funnel, notes = static.result() if dry_run else ({}, [])
-    v = _versions()
-    row = Row(
-        task=meta.name,
-        level=meta.level,
-        kind=meta.kind,
+    row = _new_row(
+        meta,
+        gpus,
         device=NO_GPU,
         driver=NO_GPU,
-        cuda=v["cuda"],
-        triton=v["triton"],
-        torch=v["torch"],
-        gpus=gpus,
-        target=meta.target.describe(),
-        meets_target=None,
-        search="",
         start_config=dict(manifest.config),
         funnel=funnel,
         notes=notes,
@@ -529,12 +527,41 @@ def _load_baselines(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     return per_task, data.get("roofline", {})
 
 
-def _earlier(path: Path, running: set[str]) -> Report | None:
-    """With --append: the earlier report, less the rows of tasks this run measures again."""
+def _new_row(meta: Any, gpus: int, **fields: Any) -> Row:
+    """A task's row with its identity and versions filled in; `fields` sets the rest."""
+    v = _versions()
+    base: dict[str, Any] = {
+        "device": "",
+        "driver": "",
+        "search": "",
+        "start_config": {},
+        "meets_target": None,
+    }
+    return Row(
+        task=meta.name,
+        level=meta.level,
+        kind=meta.kind,
+        cuda=v["cuda"],
+        triton=v["triton"],
+        torch=v["torch"],
+        gpus=gpus,
+        target=meta.target.describe(),
+        **(base | fields),
+    )
+
+
+def _unmeasured(meta: Any, gpus: int, search: str, why: str, *, dry_run: bool) -> Row:
+    """The row of a task that produced no measurement, saying why."""
+    return _new_row(meta, gpus, device=NO_GPU if dry_run else "", search=search, not_measured=why)
+
+
+def _earlier(path: Path) -> Report | None:
+    """With --append: the earlier report. `write` replaces a row only once this run has measured its task
+    again, so a run cut short keeps the earlier rows of the tasks it did not reach (H200 run 8 lost six)."""
     if not path.is_file():
         return None
     old = msgspec.json.decode(path.read_bytes(), type=Report)
-    old.rows = [resettle(r) for r in old.rows if r.task not in running]
+    old.rows = [resettle(r) for r in old.rows]
     return old
 
 
@@ -557,7 +584,9 @@ def resettle(row: Row) -> Row:
 def write(report: Report, out_json: Path, out_md: Path, earlier: Report | None = None) -> None:
     """The JSON and the table; with an earlier report its kept rows join, in level and task order."""
     if earlier is not None and earlier.rows:
-        rows = sorted([*earlier.rows, *report.rows], key=lambda r: (r.level, r.task))
+        done = {r.task for r in report.rows}
+        kept = [r for r in earlier.rows if r.task not in done]
+        rows = sorted([*kept, *report.rows], key=lambda r: (r.level, r.task))
         commands = [*earlier.earlier_commands, earlier.command]
         report = msgspec.structs.replace(report, rows=rows, earlier_commands=commands)
     out_json.parent.mkdir(parents=True, exist_ok=True)
@@ -615,7 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     per_task, roof = _load_baselines(None if args.dry_run else args.baselines)
     rows: list[Row] = []
-    earlier = _earlier(args.out_json, {m.name for m in metas}) if args.append else None
+    earlier = _earlier(args.out_json) if args.append else None
 
     def report() -> Report:
         return Report(
@@ -625,7 +654,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows=rows,
             command=" ".join(["benchmarks/run_suite.py", *(argv if argv is not None else sys.argv[1:])]),
         )
+
     for i, meta in enumerate(metas):
+        if time.monotonic() >= end:  # round 0 always runs once a task starts: so start none past the budget
+            left_out = [m.name for m in metas[i:]]
+            print(
+                f"--budget-s {args.budget_s:.0f} spent: not started: {', '.join(left_out)}", file=sys.stderr
+            )
+            why = f"not started: the run's --budget-s {args.budget_s:.0f} was spent before this task"
+            rows.extend(_unmeasured(m, gpus, "not started", why, dry_run=args.dry_run) for m in metas[i:])
+            if earlier is not None:  # an earlier measured row beats a "not started" one
+                have = {r.task for r in earlier.rows if not r.not_measured}
+                rows[:] = [r for r in rows if r.task not in have or not r.not_measured]
+            break
         left = len(metas) - i
         deadline = time.monotonic() + (end - time.monotonic()) / left if not math.isinf(end) else math.inf
         print(f"[{i + 1}/{len(metas)}] {meta.name}", file=sys.stderr, flush=True)
@@ -642,25 +683,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
         except Exception as e:  # noqa: BLE001 - one task's failure is its row, the suite goes on
-            v = _versions()
-            rows.append(
-                Row(
-                    task=meta.name,
-                    level=meta.level,
-                    kind=meta.kind,
-                    device=NO_GPU if args.dry_run else "",
-                    driver="",
-                    cuda=v["cuda"],
-                    triton=v["triton"],
-                    torch=v["torch"],
-                    gpus=gpus,
-                    target=meta.target.describe(),
-                    meets_target=None,
-                    search="failed",
-                    start_config={},
-                    not_measured=f"task failed: {type(e).__name__}: {getattr(e, 'message', e)}",
-                )
-            )
+            why = f"task failed: {type(e).__name__}: {getattr(e, 'message', e)}"
+            rows.append(_unmeasured(meta, gpus, "failed", why, dry_run=args.dry_run))
         write(report(), args.out_json, args.out_md, earlier)  # a run cut short keeps the finished rows
     write(report(), args.out_json, args.out_md, earlier)
     print(f"wrote {args.out_json} and {args.out_md} ({time.monotonic() - t0:.0f} s)", file=sys.stderr)

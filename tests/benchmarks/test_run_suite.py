@@ -156,8 +156,11 @@ def test_append_keeps_earlier_rows_and_replaces_the_rerun_ones(tmp_path: Path) -
         dry_run=False, budget_s=1.0, rows=[_row("l2_b", "L2", 2.0), _row("l1_a", "L1", 1.5)], command="first"
     )
     run_suite.write(first, out_json, out_md)
-    earlier = run_suite._earlier(out_json, running={"l2_b"})
-    assert earlier is not None and [r.task for r in earlier.rows] == ["l1_a"]
+    earlier = run_suite._earlier(out_json)
+    assert earlier is not None
+    cut_short = run_suite.Report(dry_run=False, budget_s=1.0, rows=[], command="second")
+    run_suite.write(cut_short, out_json, out_md, earlier)  # killed before its first task: nothing lost
+    assert [r["task"] for r in json.loads(out_json.read_text())["rows"]] == ["l1_a", "l2_b"]
     second = run_suite.Report(dry_run=False, budget_s=1.0, rows=[_row("l2_b", "L2", 3.0)], command="second")
     run_suite.write(second, out_json, out_md, earlier)
     merged = json.loads(out_json.read_text())
@@ -209,3 +212,20 @@ def test_pick_correct_falls_back_to_the_next_fastest_correct_config() -> None:
         chosen.config == {"B": 64} and not result.passed and tried == 2
     )  # none passed: the fastest, failing
     assert run_suite.pick_correct([], {"B": 8}, check)[0] is None
+
+
+def test_no_task_starts_once_the_budget_is_spent_and_earlier_measured_rows_stay(tmp_path: Path) -> None:
+    """H200 run 8 ran past its --budget-s (round 0 always runs once a task starts) and was killed, losing
+    the tasks it had not reached. Now a task that would start past the budget gets a "not started" row,
+    unless --append holds an earlier measured row for it."""
+    out_json, out_md = tmp_path / "kernels.json", tmp_path / "kernels.md"
+    first = run_suite.Report(
+        dry_run=False, budget_s=1.0, rows=[_row("l1_transpose_cuda", "L1", 6.6)], command="first"
+    )
+    run_suite.write(first, out_json, out_md)
+    argv = ["--dry-run", "--tasks", TASKS, "--budget-s", "0.000001", "--append"]
+    assert run_suite.main([*argv, "--out-json", str(out_json), "--out-md", str(out_md)]) == 0
+    rows = {r["task"]: r for r in json.loads(out_json.read_text())["rows"]}
+    assert rows["l1_transpose_cuda"]["speedup"] == 6.6  # the earlier measurement is kept
+    assert rows["l2_matmul_square"]["search"] == "not started"
+    assert "budget-s 0 was spent before this task" in rows["l2_matmul_square"]["not_measured"]
