@@ -168,7 +168,7 @@ def static_layers(manifest: Any, meta: TaskMeta, planner: Any) -> tuple[dict[str
     return funnel, notes
 
 
-def problem(manifest: Any, meta: TaskMeta, planner: Any) -> Any:
+def problem(manifest: Any, meta: TaskMeta, planner: Any, programs: dict[str, int] | None = None) -> Any:
     return planner.Problem(
         config=dict(manifest.config),
         space=dict(manifest.space),
@@ -176,7 +176,29 @@ def problem(manifest: Any, meta: TaskMeta, planner: Any) -> Any:
         other_shapes=[planner.int_dims(s) for s in (manifest.shapes.micro, *manifest.shapes.edge)],
         dtype=manifest.dtype,
         dot=_uses_dot(meta.path),
+        programs=programs or {},
     )
+
+
+def launch_programs(manifest: Any, meta: TaskMeta) -> tuple[dict[str, int], str]:
+    """Programs per config at the full shape from the task's own launch() (the launch_grid tool, CPU, ~2 s),
+    for the planner's waves estimate; ({}, why) when they cannot be recorded, and the model is used."""
+    from services.toolrunner import launch_grid
+    from services.toolrunner.config_space import expand
+    from services.toolrunner.tool import ToolFailure
+    from shared.tools.grid import MAX_CONFIGS, LaunchGridInput
+
+    if manifest.kind != "triton" or not manifest.space:
+        return {}, ""
+    configs = [{**manifest.config, **c} for c in expand({}, manifest.space)]
+    if len(configs) > MAX_CONFIGS:
+        return {}, f"launch grids not recorded: {len(configs)} configs > {MAX_CONFIGS}"
+    try:
+        out = launch_grid.run(LaunchGridInput(task_path=meta.path, configs=configs))
+    except ToolFailure as e:
+        return {}, f"launch grids not recorded: {e.message}"
+    got = launch_grid.programs_by_config(configs, out)
+    return got, "" if got else f"launch grids not recorded: {out.results[0].error}"
 
 
 # ---------------------------------------------------------------------------------------------- search
@@ -361,7 +383,10 @@ def run_task(
 
     t_search = time.monotonic()
     if planner is not None:
-        p = problem(manifest, meta, planner)
+        programs, why = launch_programs(manifest, meta)
+        if why:
+            row.notes.append(why)
+        p = problem(manifest, meta, planner, programs)
         trace = search_loop(
             lambda h: planner.next_configs(p, h), evaluate, deadline - TAIL_S, start=dict(manifest.config)
         )

@@ -111,6 +111,9 @@ class PlannerContext(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     best_changes: list[ChangeDescription] = []  # source changes the best passing candidate carries
     tool_results: list[str] = []  # one line per tool the last plan asked for
     rejected: list[str] = []  # patcher errors of the last plans, so a policy can correct itself
+    # config_key -> programs of the config's smallest launch at the full shape (the launch_grid tool);
+    # empty when not recorded (a CUDA task, a SPACE over MAX_CONFIGS, make_inputs needing real data)
+    programs: dict[str, int] = {}
 
 
 def hardware_rules(gpu: GpuFacts = H200) -> list[str]:

@@ -11,16 +11,23 @@ published, so a restart republishes exactly the unpublished ones and plans nothi
 from __future__ import annotations
 
 import asyncio
+import math
+from itertools import product
 from pathlib import Path
 from typing import Any, Protocol
+
+import msgspec
 
 from services.planner import jobs
 from services.planner.context import build_context, read_task
 from services.planner.patcher import CandidateVersion, PatchRejected, make_candidate, sha256_text
 from services.planner.policies.base import Plan, Policy
+from services.planner.search import config_key
 from shared.ids import new_id
 from shared.messages import Candidate, JobUpdate, StateTriple, ToolResult, Verdict
 from shared.tools.decompose import Decomposition
+from shared.tools.grid import MAX_CONFIGS as MAX_GRID_CONFIGS
+from shared.tools.grid import LaunchGridOutput
 
 MAX_TOOL_CALLS = 4  # per plan: a policy that wants more is exploring, not deciding
 
@@ -71,6 +78,7 @@ class Planner:
         self.by_candidate: dict[str, str] = {}
         self.triples: dict[str, list[StateTriple]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._programs: dict[str, dict[str, int]] = {}  # task sha256 -> launch_grid's programs per config
 
     # ------------------------------------------------------------ entry points
 
@@ -180,6 +188,7 @@ class Planner:
         decomposition = await self.io.analyze(s.base_path, jobs.best_config(s, task.config))
         ctx = build_context(task, s.kernel, decomposition, self.triples.get(s.job_id), jobs.attempts(s))
         ctx.rejected = [n for n in s.notes if n.startswith("rejected")][-6:]
+        ctx.programs = await self._launch_programs(task)
         plan = await self._plan(s, ctx)
         if plan.tool_calls:
             ctx.tool_results = await self._tools(plan)
@@ -206,6 +215,21 @@ class Planner:
         await self.io.save(s)  # persisted before publishing: a crash here republishes, never re-plans
         await self._publish_pending(s)
         await self._save_and_tell(s, f"round {s.iteration}: {len(cands)} candidates ({plan.policy})")
+
+    async def _launch_programs(self, task: Any) -> dict[str, int]:
+        """Programs per config from the launch_grid tool, once per task file version ({} when the tool
+        cannot record them: the search then uses its shape model)."""
+        if task.sha256 in self._programs:
+            return self._programs[task.sha256]
+        got: dict[str, int] = {}
+        if task.space and math.prod(len(v) for v in task.space.values()) <= MAX_GRID_CONFIGS:
+            configs = [task.config | dict(zip(task.space, v, strict=True)) for v in product(*task.space.values())]
+            r = await self.io.call_tool("launch_grid", {"task_path": task.path, "configs": configs})
+            if r.ok and r.result is not None:
+                results = msgspec.convert(r.result, LaunchGridOutput).results
+                got = {config_key(c): min(g.programs) for c, g in zip(configs, results, strict=True) if g.programs}
+        self._programs[task.sha256] = got
+        return got
 
     async def _plan(self, s: jobs.JobState, ctx: Any) -> Plan:
         name = s.policy if s.policy in self.policies else "rules"

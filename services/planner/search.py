@@ -54,6 +54,9 @@ class Problem(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     other_shapes: list[dict[str, int]] = []
     dtype: str = "float32"
     dot: bool = False  # the kernel does a tl.dot (from the IR or the kernel class)
+    # config_key -> programs of the config's smallest launch at the full shape, recorded by the
+    # launch_grid tool from the task's own launch(); a config not in it falls back to the shape model.
+    programs: dict[str, int] = {}
     findings: list[str] = []  # pattern ids from the decomposer, most important first
 
 
@@ -111,17 +114,26 @@ def estimate(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> Estimate:
             if not t.k:  # attention: one program per (query block, batch, head)
                 programs *= p.full_shape.get("b", 1) * p.full_shape.get("h", 1)
     else:
-        blk = int(cfg[t.block]) if t.block else 1
+        blk = _elementwise_tile(cfg, t)
         smem = 0
         regs = min(255, blk // (32 * w) + REG_OVERHEAD)
         total = math.prod(p.full_shape.values()) if p.full_shape else None
         rows = p.full_shape.get("rows")
         programs = rows if rows else (math.ceil(total / blk) if total else None)
+    programs = p.programs.get(config_key(cfg), programs)  # the launch's own grid beats the model
     bps = blocks_per_sm(w, min(regs, 255), smem, gpu)  # regs >= REG_OVERHEAD, so >= 1 as the formula needs
     waves = programs / (bps * int(gpu.sm_count.value)) if programs and bps else None
     return Estimate(
         smem_bytes=smem, regs=regs, threads=32 * w, blocks_per_sm=bps, programs=programs, waves=waves
     )
+
+
+def _elementwise_tile(cfg: Config, t: TileKeys) -> int:
+    """Elements one program of a kernel without tl.dot holds at a time: BLOCK_M x BLOCK_N for a 2-D tile
+    (l1_col_reduce), else its one block size."""
+    if t.m and t.n and t.m != t.n:
+        return int(cfg[t.m]) * int(cfg[t.n])
+    return int(cfg[t.block]) if t.block else 1
 
 
 def prune_reasons(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> list[str]:
@@ -148,8 +160,8 @@ def prune_reasons(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> list[str]:
         out.append("no block fits on an SM")
     if p.dot and t.m and t.n and int(cfg[t.m]) * int(cfg[t.n]) < MIN_DOT_TILE_PER_WARP * w:
         out.append(f"tile {cfg[t.m]}x{cfg[t.n]} is smaller than 16x16 per warp for {w} warps")
-    if not p.dot and t.block and int(cfg[t.block]) < 32 * w:
-        out.append(f"{cfg[t.block]} elements for {32 * w} threads: idle threads")
+    if not p.dot and t.block and _elementwise_tile(cfg, t) < 32 * w:
+        out.append(f"{_elementwise_tile(cfg, t)} elements for {32 * w} threads: idle threads")
     return out
 
 
@@ -187,7 +199,7 @@ def prior(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> float:
         if t.group and e.waves is not None:
             score -= 0.4 * _l2_overflow(cfg, p, e, gpu)
     else:
-        blk = int(cfg[t.block]) if t.block else 0
+        blk = _elementwise_tile(cfg, t) if t.block else 0
         per_thread = blk / (32 * w) if blk else 0
         # 4-16 elements per thread: 16 B vector loads with a few in flight per thread (GPU.md: ideal
         # 4 sectors per request); more costs registers, fewer leaves bandwidth on the table.

@@ -8,7 +8,7 @@ from services.toolrunner.tool import ToolSpec
 
 _MODULES = ("compile", "ptxas_info", "sass", "launch_config", "run_correctness:correctness", "bench",
             "bench_ab", "ncu_profile", "sanitize", "mem_access_profile:mem_access", "autotune",
-            "honesty_probe:honesty", "load_task:task_info")
+            "honesty_probe:honesty", "load_task:task_info", "launch_grid")
 
 
 def load_specs() -> dict[str, ToolSpec]:

@@ -272,3 +272,62 @@ async def test_classifier_gate_skips_the_llm_at_085(task: Path, tmp_path: Path) 
     low = Planner(MemoryIO(), {"rules": RulesPolicy(), "llm": _NeverCalled()}, tmp_path / "d", gate=_Gate(0.5))
     with pytest.raises(AssertionError, match="gate should have kept"):
         await low.trigger(kernel="matmul_kernel", task_path=str(task), trigger_id="t2", policy="llm")
+
+
+class GridIO(MemoryIO):
+    """MemoryIO whose launch_grid calls run the real tool in process (a sandboxed worker, no NATS)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.grid_calls = 0
+
+    async def call_tool(self, name: str, args: dict[str, Any]) -> ToolResult:
+        if name != "launch_grid":
+            return await super().call_tool(name, args)
+        from services.toolrunner.launch_grid import run
+        from shared.tools.grid import LaunchGridInput
+
+        self.grid_calls += 1
+        out = run(msgspec.convert(args, LaunchGridInput))
+        return ToolResult(source="test", tool=name, tool_version="1", ok=True, result=msgspec.to_builtins(out))
+
+
+class SeeingRules(RulesPolicy):
+    def __init__(self) -> None:
+        super().__init__()
+        self.programs: list[dict[str, int]] = []
+
+    def plan(self, ctx: Any) -> Any:
+        self.programs.append(dict(ctx.programs))
+        return super().plan(ctx)
+
+
+@pytest.mark.slow
+async def test_the_search_reads_the_tasks_own_launch_grid_once_per_task_version(tmp_path: Path) -> None:
+    """l2_bmm launches cdiv(m, BM) * cdiv(n, BN) programs per batch for 64 batches. Without the grid the
+    shape model counted one batch (128 programs for 64x128 tiles: 'under one wave') and round 0 took
+    small tiles; with it, the 128x256 / 256x128 tiles that won on the square matmul."""
+    task = tmp_path / "l2_bmm.py"
+    shutil.copy(ROOT / "benchmarks/tasks/l2_bmm.py", task)
+    io, policy = GridIO(), SeeingRules()
+    planner = Planner(io, {"rules": policy}, tmp_path / "cands")
+    s = await planner.trigger(
+        kernel="bmm_kernel", task_path=str(task), trigger_id="req-1", budget=jobs.Budget(candidates=8)
+    )
+    first = io.candidates[: len(io.candidates)]
+    for c in first:  # verdicts without timing ("not measured"): the job goes on, the grid is not re-asked
+        env = {"source": "verifier", "candidate_id": c.id, "kernel": c.kernel, **c.caused()}
+        for layer in ("static", "full"):
+            reasons = [] if layer == "static" else ["perf: not measured (test)"]
+            status = "pass" if layer == "static" else "skipped"
+            await planner.verdict(Verdict(layer=layer, status=status, reasons=reasons, **env))
+    assert io.grid_calls == 1 and len(policy.programs) == 2, (io.grid_calls, len(policy.programs), s.status)
+    programs = policy.programs[0]
+    assert len(programs) == 1500  # every config of the SPACE
+    from services.planner.search import config_key
+
+    cfg = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 5}
+    assert programs[config_key(cfg)] == 64 * (1024 // 64) * (1024 // 128)
+    seeds = [(c.config["BLOCK_M"], c.config["BLOCK_N"]) for c in first]
+    assert (128, 256) in seeds and (256, 128) in seeds, seeds
+    assert s.job_id

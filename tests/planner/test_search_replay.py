@@ -139,3 +139,24 @@ def test_shared_memory_is_pruned_on_every_shape_the_config_must_run() -> None:
     assert len(why) == 1 and "on shape" in why[0] and "'d': 128" in why[0], why
     first = next_configs(p_all, [(p_all.config, None)])
     assert first and all(not prune_reasons(c, p_all) for c in first)
+
+
+def test_recorded_programs_replace_the_shape_model_and_2d_tiles_count_both_dims() -> None:
+    """TEST INPUT: l1_col_reduce's literals; its programs are cdiv(8192, BLOCK_N), as launch_grid records
+    them from its launch() (tests/toolrunner/test_launch_grid.py). The shape model says one program per
+    row (16384) for every config; a 2-D tile holds BLOCK_M x BLOCK_N elements, not BLOCK_N."""
+    from services.planner.search import REG_OVERHEAD, config_key, estimate
+
+    space = {"BLOCK_M": [1, 8, 128], "BLOCK_N": [1, 256], "num_warps": [1, 4], "num_stages": [1]}
+    start = {"BLOCK_M": 128, "BLOCK_N": 1, "num_warps": 4, "num_stages": 1}
+    model = Problem(config=start, space=space, full_shape={"rows": 16384, "cols": 8192})
+    wide = {"BLOCK_M": 8, "BLOCK_N": 256, "num_warps": 4, "num_stages": 1}
+    assert estimate(wide, model).programs == 16384
+    grid = {config_key(c): -(-8192 // c["BLOCK_N"]) for c in (start, wide)}
+    known = Problem(config=start, space=space, full_shape={"rows": 16384, "cols": 8192}, programs=grid)
+    e = estimate(wide, known)
+    assert e.programs == 32 and e.waves is not None and e.waves < 1  # 32 programs: under one wave
+    assert e.regs == 8 * 256 // (32 * 4) + REG_OVERHEAD  # 16 accumulators per thread, not 2
+    too_small = {"BLOCK_M": 1, "BLOCK_N": 1, "num_warps": 4, "num_stages": 1}
+    assert any("idle threads" in r for r in prune_reasons(too_small, known))
+    assert not any("idle threads" in r for r in prune_reasons(start, known))  # 128 x 1 for 128 threads

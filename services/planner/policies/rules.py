@@ -142,6 +142,7 @@ class RulesPolicy:
             dtype=ctx.task.dtype,
             dot=ctx.has_dot,
             findings=[f.pattern for f in ctx.findings],
+            programs=dict(ctx.programs),
         )
 
     async def propose(self, ctx: PlannerContext) -> Plan:
