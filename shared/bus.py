@@ -260,7 +260,7 @@ class Bus:
             mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
             try:
                 await handler(msg)
-            except Exception as e:  # a handler bug must not crash the service: retry, then dead-letter
+            except Exception as e:  # noqa: BLE001 - a handler bug must not crash the service: retry, then dead-letter
                 if deliveries >= max_deliver:
                     mlog.exception("handler failed, dead-lettering", deliveries=deliveries)
                     await self.dead_letter(raw, f"handler failed {deliveries} times: {e!r}", deliveries)
@@ -286,7 +286,7 @@ class Bus:
                     continue
                 except (nats.errors.ConnectionClosedError, asyncio.CancelledError):
                     return
-                except Exception as e:  # reconnecting, server restarting: wait and fetch again
+                except Exception as e:  # noqa: BLE001 - reconnecting, server restarting: wait and fetch again
                     log.warning("fetch failed, retrying", error=repr(e))
                     await asyncio.sleep(0.5)
                     continue

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
+from nats import errors as nats_errors
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from shared.bus import Bus
@@ -27,7 +28,7 @@ async def collect(bus: Bus, subject: str, wait_s: float) -> list[dict[str, Any]]
         while (left := deadline - time.monotonic()) > 0:
             try:
                 msg = await sub.next_msg(timeout=left)
-            except Exception:
+            except (nats_errors.Error, TimeoutError):  # wait_s over (or the connection went)
                 break
             if msg.data:  # a 503 no-responders status comes with an empty body
                 replies.append(json.loads(msg.data))

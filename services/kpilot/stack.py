@@ -58,7 +58,7 @@ async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float) ->
                     h = msgspec.json.decode(reply.data, type=Health)
                     if h.healthy:
                         healthy[name] = h
-                except Exception:
+                except Exception:  # noqa: BLE001, S110 - not up yet (no responder, timeout): ask again
                     pass
             await asyncio.sleep(0.2)
     finally:
@@ -95,7 +95,7 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
 
     try:
         changed = asyncio.run(_provision())
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any failure stops the server and is reported with its fix
         server.stop()
         print(f"kpilot up: provisioning the streams failed: {e}. Fix: check the table in "
               f"shared/subjects.py against the server limits in deploy/nats-server.conf.template",
@@ -105,7 +105,7 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
     log_dir.mkdir(parents=True, exist_ok=True)
     pids: dict[str, int] = {}
     for name in services:
-        log = open(log_dir / f"{name}-{port}.log", "ab")
+        log = open(log_dir / f"{name}-{port}.log", "ab")  # noqa: SIM115 - the child keeps writing it
         proc = subprocess.Popen([sys.executable, "-m", f"services.{name}", "--nats", server.url(name)],
                                 cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=os.environ | {"KPILOT_STATE": str(state_dir)})

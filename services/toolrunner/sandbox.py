@@ -42,6 +42,8 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     env: tuple[tuple[str, str], ...] = ()  # extra variables, e.g. (("TRITON_CACHE_DIR", "/x"),)
 
 
+DEFAULT_LIMITS = Limits()  # frozen: one shared default is safe
+
 class SandboxOutcome(msgspec.Struct, kw_only=True):
     status: Status
     returncode: int | None
@@ -88,7 +90,7 @@ def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
         return b"", b"(output lost: a process the worker started outlived it and held its pipes)"
 
 
-def run_worker(module: str, request: bytes, limits: Limits = Limits(), *, cwd: Path | None = None,
+def run_worker(module: str, request: bytes, limits: Limits = DEFAULT_LIMITS, *, cwd: Path | None = None,
                ) -> SandboxOutcome:
     """Run `python -m module` with `request` on stdin under `limits`; never raises for worker failure."""
     scratch = Path(tempfile.mkdtemp(prefix="kpilot-sbx-"))
@@ -116,7 +118,7 @@ def run_worker(module: str, request: bytes, limits: Limits = Limits(), *, cwd: P
 
     start = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=cwd or scratch, env=env, preexec_fn=_limit)
+                            stderr=subprocess.PIPE, cwd=cwd or scratch, env=env, preexec_fn=_limit)  # noqa: PLW1509 - rlimits must be set in the child
     try:
         out, err = proc.communicate(request, timeout=limits.timeout_s)
         timed_out = False

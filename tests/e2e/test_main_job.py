@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _run(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, check=False)
 
 
 @pytest.mark.slow

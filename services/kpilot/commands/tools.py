@@ -30,7 +30,8 @@ def _tool(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as e:
         raise ValueError(f"--args is not JSON ({e}); pass an object such as '{{\"task_path\": \"x.py\"}}'") from e
     if not isinstance(tool_args, dict):
-        raise ValueError("--args must be a JSON object, e.g. '{\"task_path\": \"examples/vector_add.py\"}'")
+        raise ValueError(  # noqa: TRY004 - the CLI reports a ValueError as a usage error with its fix
+            "--args must be a JSON object, e.g. '{\"task_path\": \"examples/vector_add.py\"}'")
     return asyncio.run(_call(args.nats, args.name, tool_args, args.timeout))
 
 
