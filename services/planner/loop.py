@@ -223,11 +223,17 @@ class Planner:
             return self._programs[task.sha256]
         got: dict[str, int] = {}
         if task.space and math.prod(len(v) for v in task.space.values()) <= MAX_GRID_CONFIGS:
-            configs = [task.config | dict(zip(task.space, v, strict=True)) for v in product(*task.space.values())]
+            configs = [
+                task.config | dict(zip(task.space, v, strict=True)) for v in product(*task.space.values())
+            ]
             r = await self.io.call_tool("launch_grid", {"task_path": task.path, "configs": configs})
             if r.ok and r.result is not None:
-                results = msgspec.convert(r.result, LaunchGridOutput).results
-                got = {config_key(c): min(g.programs) for c, g in zip(configs, results, strict=True) if g.programs}
+                try:
+                    results = msgspec.convert(r.result, LaunchGridOutput).results
+                    pairs = zip(configs, results, strict=True)
+                    got = {config_key(c): min(g.programs) for c, g in pairs if g.programs}
+                except (msgspec.ValidationError, ValueError):  # a malformed answer: keep the shape model
+                    got = {}
         self._programs[task.sha256] = got
         return got
 

@@ -188,7 +188,9 @@ async def test_a_publish_that_failed_mid_round_is_retried_by_the_tick(task: Path
     await planner.trigger(kernel="matmul_kernel", task_path=str(task), trigger_id="t1", job_id="job-x")
     assert len(io.candidates) == 1  # the redelivery joined the job and published nothing
     await planner.tick()
-    assert [c.id for c in io.candidates] == sorted(s.candidates, key=lambda i: s.candidates[i].attempt.version)
+    assert [c.id for c in io.candidates] == sorted(
+        s.candidates, key=lambda i: s.candidates[i].attempt.version
+    )
     assert all(r.published for r in s.candidates.values())
 
 
@@ -269,7 +271,9 @@ async def test_classifier_gate_skips_the_llm_at_085(task: Path, tmp_path: Path) 
     planner = Planner(io, {"rules": RulesPolicy(), "llm": _NeverCalled()}, tmp_path / "c", gate=_Gate(0.9))
     s = await planner.trigger(kernel="matmul_kernel", task_path=str(task), trigger_id="t1", policy="llm")
     assert io.candidates and any("P(fail)=0.90 >= 0.85" in n for n in s.notes)
-    low = Planner(MemoryIO(), {"rules": RulesPolicy(), "llm": _NeverCalled()}, tmp_path / "d", gate=_Gate(0.5))
+    low = Planner(
+        MemoryIO(), {"rules": RulesPolicy(), "llm": _NeverCalled()}, tmp_path / "d", gate=_Gate(0.5)
+    )
     with pytest.raises(AssertionError, match="gate should have kept"):
         await low.trigger(kernel="matmul_kernel", task_path=str(task), trigger_id="t2", policy="llm")
 
@@ -289,7 +293,9 @@ class GridIO(MemoryIO):
 
         self.grid_calls += 1
         out = run(msgspec.convert(args, LaunchGridInput))
-        return ToolResult(source="test", tool=name, tool_version="1", ok=True, result=msgspec.to_builtins(out))
+        return ToolResult(
+            source="test", tool=name, tool_version="1", ok=True, result=msgspec.to_builtins(out)
+        )
 
 
 class SeeingRules(RulesPolicy):
@@ -331,3 +337,20 @@ async def test_the_search_reads_the_tasks_own_launch_grid_once_per_task_version(
     seeds = [(c.config["BLOCK_M"], c.config["BLOCK_N"]) for c in first]
     assert (128, 256) in seeds and (256, 128) in seeds, seeds
     assert s.job_id
+
+
+class BadGridIO(MemoryIO):
+    """launch_grid answers ok with results that do not match the request (TEST INPUT)."""
+
+    async def call_tool(self, name: str, args: dict[str, Any]) -> ToolResult:
+        result = {"task_path": args["task_path"], "shape": {}, "results": [], "method": "test"}
+        return ToolResult(source="test", tool=name, tool_version="1", ok=True, result=result)
+
+
+async def test_a_malformed_launch_grid_answer_leaves_the_shape_model_in_charge(
+    task: Path, tmp_path: Path
+) -> None:
+    io, policy = BadGridIO(), SeeingRules()
+    planner = Planner(io, {"rules": policy}, tmp_path / "cands")
+    await planner.trigger(kernel="matmul_kernel", task_path=str(task), trigger_id="r", budget=jobs.Budget())
+    assert policy.programs == [{}] and io.candidates  # planned anyway, from the model
