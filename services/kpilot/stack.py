@@ -67,7 +67,7 @@ async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float) ->
 
 
 def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
-       services: tuple[str, ...] = SERVICE_NAMES) -> int:
+       services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None) -> int:
     state_dir = state_dir.resolve()
     path = state_file(state_dir, port)
     if path.exists():
@@ -106,7 +106,8 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
     pids: dict[str, int] = {}
     for name in services:
         log = open(log_dir / f"{name}-{port}.log", "ab")  # noqa: SIM115 - the child keeps writing it
-        proc = subprocess.Popen([sys.executable, "-m", f"services.{name}", "--nats", server.url(name)],
+        extra = ["--period", f"{telemetry_period_s:g}"] if name == "telemetry" and telemetry_period_s else []
+        proc = subprocess.Popen([sys.executable, "-m", f"services.{name}", "--nats", server.url(name), *extra],
                                 cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=os.environ | {"KPILOT_STATE": str(state_dir)})
         log.close()

@@ -25,7 +25,7 @@ def test_up_status_heartbeat_tail_down(tmp_path: Path) -> None:
     port = free_port()
     state = str(tmp_path / "state")
     url = f"nats://127.0.0.1:{port}"
-    up = kpilot("up", "--detach", "--port", str(port), "--state-dir", state)
+    up = kpilot("up", "--detach", "--port", str(port), "--state-dir", state, "--telemetry-period", "2")
     try:
         assert up.returncode == 0, up.stderr
         assert "6 services healthy" in up.stdout
@@ -38,6 +38,8 @@ def test_up_status_heartbeat_tail_down(tmp_path: Path) -> None:
         assert sorted(r["name"] for r in rows) == sorted(SERVICE_NAMES)
         for r in rows:
             assert r["healthy"] is True and r["version"] and "received" in r["counters"]
+        telemetry = next(r for r in rows if r["name"] == "telemetry")
+        assert telemetry["details"]["period_s"] == "2"  # up --telemetry-period reached the service
 
         beat = kpilot("heartbeat", "--nats", url)
         assert beat.returncode == 0, beat.stdout + beat.stderr
@@ -72,3 +74,9 @@ def test_tail_rejects_a_bad_duration() -> None:
     out = kpilot("tail", "x.>", "--since", "forever", "--nats", f"nats://127.0.0.1:{free_port()}", timeout=30)
     assert out.returncode == 2
     assert "e.g. 30s, 5m" in out.stderr
+
+
+def test_up_refuses_a_non_positive_telemetry_period(tmp_path: Path) -> None:
+    out = kpilot("up", "--detach", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                 "--telemetry-period", "0", timeout=30)
+    assert out.returncode == 2 and "give a positive number of seconds" in out.stderr

@@ -13,6 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     stack_args(p)
     p.add_argument("--detach", action="store_true", help="return once every service is healthy")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for health")
+    p.add_argument("--telemetry-period", type=float, metavar="S",
+                   help="seconds between the telemetry service's device samples (its default: 15)")
     p.set_defaults(func=_up)
 
     p = sub.add_parser("down", help="stop what `up` started")
@@ -45,7 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _up(args: argparse.Namespace) -> int:
     from services.kpilot.stack import up
-    return up(args.state_dir, args.port, detach=args.detach, timeout_s=args.timeout)
+    if args.telemetry_period is not None and args.telemetry_period <= 0:
+        raise ValueError(f"--telemetry-period {args.telemetry_period:g}: give a positive number of seconds, e.g. 1")
+    return up(args.state_dir, args.port, detach=args.detach, timeout_s=args.timeout,
+              telemetry_period_s=args.telemetry_period)
 
 
 def _down(args: argparse.Namespace) -> int:
