@@ -81,12 +81,17 @@ def markdown(rows: Sequence[Efficiency]) -> str:
     def f(x: float | None, spec: str = ".4f") -> str:
         return "-" if x is None else format(x, spec)
 
+    def to_98(r: Efficiency) -> str:  # "not reached" is a search result; without a table there is none
+        if r.evaluations_to_98 is not None:
+            return str(r.evaluations_to_98)
+        return "not measured" if r.not_measured else "not reached"
+
     for r in rows:
         lines.append(
             f"| {r.task} | {r.legal if r.legal is not None else '-'} | "
             f"{'-' if r.table_complete is None else ('yes' if r.table_complete else 'no')} | "
             f"{f(r.optimum_ms)} | {f(r.search_best_ms)} | {r.evaluations} | "
-            f"{r.evaluations_to_98 if r.evaluations_to_98 is not None else 'not reached'} | "
+            f"{to_98(r)} | "
             f"{f(r.share_of_space, '.1%')} | "
             f"{'-' if r.meets_target is None else ('yes' if r.meets_target else 'no')} |"
         )

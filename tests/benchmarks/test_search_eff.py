@@ -102,4 +102,7 @@ def test_search_report_joins_a_suite_trace_with_its_exhaustive_table(tmp_path: P
     assert got["l1_x"]["evaluations_to_98"] == 2 and got["l1_x"]["share_of_space"] == 0.5
     assert got["l1_x"]["meets_target"] is False and got["l1_x"]["search_best_ms"] == 1.02
     assert got["l2_y"]["not_measured"].startswith("no exhaustive table")
-    assert "| l1_x | 4 | yes |" in (tmp_path / "eff.md").read_text()
+    md = (tmp_path / "eff.md").read_text()
+    assert "| l1_x | 4 | yes |" in md
+    l2_line = next(line for line in md.splitlines() if line.startswith("| l2_y |"))
+    assert "not measured" in l2_line and "not reached" not in l2_line  # no table: no search verdict
