@@ -151,7 +151,7 @@ def static_layers(manifest: Any, meta: TaskMeta, planner: Any) -> tuple[dict[str
     funnel: dict[str, int | None] = {"space": space_size(manifest.space), "static_pass": None}
     if planner is not None and funnel["space"] and funnel["space"] <= MAX_ENUMERATE:
         p = problem(manifest, meta, planner)
-        every = planner._all_configs(p.space, p.config)
+        every = planner.all_configs(p.space, p.config)
         funnel["static_pass"] = sum(1 for c in every if not planner.prune_reasons(c, p))
     elif planner is not None:
         notes.append(f"static_pass not counted: {funnel['space']} configs > {MAX_ENUMERATE}")
@@ -180,24 +180,23 @@ def problem(manifest: Any, meta: TaskMeta, planner: Any, programs: dict[str, int
     )
 
 
-def launch_programs(manifest: Any, meta: TaskMeta) -> tuple[dict[str, int], str]:
+def launch_programs(manifest: Any, meta: TaskMeta, planner: Any) -> tuple[dict[str, int], str]:
     """Programs per config at the full shape from the task's own launch() (the launch_grid tool, CPU, ~2 s),
     for the planner's waves estimate; ({}, why) when they cannot be recorded, and the model is used."""
     from services.toolrunner import launch_grid
-    from services.toolrunner.config_space import expand
     from services.toolrunner.tool import ToolFailure
     from shared.tools.grid import MAX_CONFIGS, LaunchGridInput
 
     if manifest.kind != "triton" or not manifest.space:
         return {}, ""
-    configs = [{**manifest.config, **c} for c in expand({}, manifest.space)]
-    if len(configs) > MAX_CONFIGS:
-        return {}, f"launch grids not recorded: {len(configs)} configs > {MAX_CONFIGS}"
+    if (n := space_size(manifest.space)) > MAX_CONFIGS:
+        return {}, f"launch grids not recorded: {n} configs > {MAX_CONFIGS}"
+    configs = planner.all_configs(dict(manifest.space), dict(manifest.config))
     try:
         out = launch_grid.run(LaunchGridInput(task_path=meta.path, configs=configs))
     except ToolFailure as e:
         return {}, f"launch grids not recorded: {e.message}"
-    got = launch_grid.programs_by_config(configs, out)
+    got = planner.programs_from(configs, out.results)
     return got, "" if got else f"launch grids not recorded: {out.results[0].error}"
 
 
@@ -383,7 +382,7 @@ def run_task(
 
     t_search = time.monotonic()
     if planner is not None:
-        programs, why = launch_programs(manifest, meta)
+        programs, why = launch_programs(manifest, meta, planner)
         if why:
             row.notes.append(why)
         p = problem(manifest, meta, planner, programs)

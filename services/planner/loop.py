@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-from itertools import product
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,7 +21,7 @@ from services.planner import jobs
 from services.planner.context import build_context, read_task
 from services.planner.patcher import CandidateVersion, PatchRejected, make_candidate, sha256_text
 from services.planner.policies.base import Plan, Policy
-from services.planner.search import config_key
+from services.planner.search import all_configs, programs_from
 from shared.ids import new_id
 from shared.messages import Candidate, JobUpdate, StateTriple, ToolResult, Verdict
 from shared.tools.decompose import Decomposition
@@ -223,15 +222,11 @@ class Planner:
             return self._programs[task.sha256]
         got: dict[str, int] = {}
         if task.space and math.prod(len(v) for v in task.space.values()) <= MAX_GRID_CONFIGS:
-            configs = [
-                task.config | dict(zip(task.space, v, strict=True)) for v in product(*task.space.values())
-            ]
+            configs = all_configs(task.space, task.config)
             r = await self.io.call_tool("launch_grid", {"task_path": task.path, "configs": configs})
             if r.ok and r.result is not None:
                 try:
-                    results = msgspec.convert(r.result, LaunchGridOutput).results
-                    pairs = zip(configs, results, strict=True)
-                    got = {config_key(c): min(g.programs) for c, g in pairs if g.programs}
+                    got = programs_from(configs, msgspec.convert(r.result, LaunchGridOutput).results)
                 except (msgspec.ValidationError, ValueError):  # a malformed answer: keep the shape model
                     got = {}
         self._programs[task.sha256] = got

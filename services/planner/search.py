@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
 
@@ -231,7 +232,14 @@ def config_key(cfg: Mapping[str, Scalar]) -> str:
     return ",".join(f"{k}={cfg[k]}" for k in sorted(cfg))
 
 
-def _all_configs(space: dict[str, list[Scalar]], base: Config) -> list[Config]:
+def programs_from(configs: Sequence[Config], results: Sequence[Any]) -> dict[str, int]:
+    """Problem.programs from a launch_grid answer: config_key -> the programs of the config's smallest
+    launch (the one most likely to leave SMs idle), for each requested config whose launch was recorded.
+    `results` are the answer's ConfigGrids, one per config in request order (a mismatch raises)."""
+    return {config_key(c): min(r.programs) for c, r in zip(configs, results, strict=True) if r.programs}
+
+
+def all_configs(space: dict[str, list[Scalar]], base: Config) -> list[Config]:
     out: list[Config] = [dict(base)]
     for key, values in space.items():
         out = [c | {key: v} for c in out for v in values]
@@ -287,7 +295,7 @@ def next_configs(
 def seeds(p: Problem, count: int) -> list[Config]:
     """The `count` best-ranked legal configs of distinct tile shapes (deterministic)."""
     ranked = sorted(
-        (c for c in _all_configs(p.space, p.config) if not prune_reasons(c, p)), key=lambda c: -prior(c, p)
+        (c for c in all_configs(p.space, p.config) if not prune_reasons(c, p)), key=lambda c: -prior(c, p)
     )
     t = tile_keys(p.config)
     shape_keys = [k for k in (t.m, t.n, t.k, t.block) if k]

@@ -4,7 +4,7 @@ The planner's wave model (search.estimate) needs the program count, and only the
 it: `l1_col_reduce` launches `cdiv(cols, BLOCK_N)` programs, so its widest column block leaves 32 programs
 for 132 SMs. One sandboxed worker (workers/launch_grid.py) calls `launch()` for every config on meta-device
 inputs with the Triton launch replaced by a recorder: nothing is allocated and no kernel runs, so the full
-shape costs ~0.1 ms per config on CPU.
+shape costs well under 0.1 ms per config on CPU (6,000 matmul configs: 1.6 s, mostly the worker's start).
 """
 
 from __future__ import annotations
@@ -49,14 +49,6 @@ def run(args: LaunchGridInput) -> LaunchGridOutput:
         raise ToolFailure("failed", f"{res.error}; launch_grid needs make_inputs to build meta tensors "
                                     "(shapes only: no .item(), .tolist() or data-dependent sizes)")
     return LaunchGridOutput(task_path=task.path, shape=shape, results=res.results, method=METHOD)
-
-
-def programs_by_config(configs: list[dict[str, Scalar]], out: LaunchGridOutput) -> dict[str, int]:
-    """config_key -> the programs of the config's smallest launch (the one most likely to leave SMs idle),
-    for each full config (CONFIG with the override, as requested) whose launch() was recorded."""
-    from services.planner.search import config_key
-
-    return {config_key(c): min(r.programs) for c, r in zip(configs, out.results, strict=True) if r.programs}
 
 
 SPEC = ToolSpec(

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from services.toolrunner.launch_grid import programs_by_config, run
+from services.planner.search import programs_from
+from services.toolrunner.launch_grid import run
 from services.toolrunner.tool import ToolFailure
 from shared.tools.grid import MAX_CONFIGS, LaunchGridInput
 
@@ -26,7 +27,7 @@ def test_col_reduce_programs_follow_its_column_block() -> None:
     assert out.results[1].kernels == ["col_sum_kernel"] and out.shape == {"rows": 16384, "cols": 8192}
     full = [{"BLOCK_M": 128, "BLOCK_N": 1, "num_warps": 4, "num_stages": 1}, {"BLOCK_M": 1, "BLOCK_N": 256,
                                                                              "num_warps": 1, "num_stages": 1}]
-    got = programs_by_config(full, out)
+    got = programs_from(full, out.results)
     assert sorted(got.values()) == [32, 8192]
 
 
@@ -50,7 +51,7 @@ def test_make_inputs_or_launch_that_needs_real_data_says_so_per_config() -> None
     out = run(LaunchGridInput(task_path=str(TASKS / "l4_jagged_attention.py")))
     (r,) = out.results
     assert not r.programs and "meta device" in r.error and ".item()" in r.error
-    assert programs_by_config([{}], out) == {}
+    assert programs_from([{}], out.results) == {}
 
 
 @pytest.mark.parametrize(
