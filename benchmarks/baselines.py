@@ -57,11 +57,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--budget-s", type=float, default=None, help="stop starting tasks after this many seconds"
     )
     ap.add_argument("--rep-ms", type=float, default=100.0)
+    ap.add_argument(
+        "--names", help="comma-separated baselines to measure (e.g. compile); default: each task's all"
+    )
     args = ap.parse_args(argv)
     try:
         metas = select(args.tasks)
     except SuiteError as e:
         ap.error(str(e))
+    wanted = set(args.names.split(",")) if args.names else None
+    if wanted and (unknown := wanted - {n for m in metas for n in m.baselines}):
+        known = sorted({n for m in metas for n in m.baselines})
+        ap.error(f"--names {sorted(unknown)}: no selected task has these baselines; known: {known}")
     from services.toolrunner.correctness import gpu_count
 
     if gpu_count() == 0:
@@ -93,7 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if time.monotonic() >= end:
             report["tasks"].append({"task": meta.name, "not_measured": "budget spent before this task"})
             continue
-        names = [n for n in meta.baselines if not (args.skip_compile and n == "compile")]
+        names = [
+            n
+            for n in meta.baselines
+            if not (args.skip_compile and n == "compile") and (wanted is None or n in wanted)
+        ]
+        if not names:
+            continue
         print(f"baselines {meta.name}: {', '.join(names)}", file=sys.stderr, flush=True)
         res = _run(
             BaselineJob(kind="task", task_path=meta.path, names=names, gpu=args.gpu, rep_ms=args.rep_ms),

@@ -28,3 +28,25 @@ def test_every_tasks_baselines_match_its_reference_on_cpu() -> None:
             assert flops > 0, f"{meta.name}: flops(full) is {flops}"
     failed = [f"{c.task}.{c.name}: max abs err {c.max_abs_err} {c.error}" for c in res.checks if not c.passed]
     assert not failed, failed
+
+
+def test_the_compile_baseline_finds_every_input_tensor_to_mark_static() -> None:
+    import torch
+
+    from benchmarks.baselines_worker import _tensors
+
+    a, b, c = torch.zeros(1), torch.zeros(2), torch.zeros(3)
+    assert _tensors((a, [b, 3], {"k": c, "n": None})) == [a, b, c]
+    assert _tensors(a) == [a] and _tensors(7) == []
+
+
+def test_baselines_names_refuses_a_name_no_task_has(capsys) -> None:
+    import pytest
+
+    from benchmarks import baselines
+
+    with pytest.raises(SystemExit) as e:
+        baselines.main(["--tasks", "l1_relu", "--names", "sdpa"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--names ['sdpa']" in err and "known: ['compile', 'eager']" in err

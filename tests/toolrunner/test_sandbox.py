@@ -169,6 +169,14 @@ def test_stdout_and_stderr_noise_do_not_corrupt_the_result() -> None:
     assert "from stderr" in out.stderr_tail
 
 
+def test_a_worker_that_wrote_its_result_and_exited_0_is_ok_despite_an_oom_it_logged() -> None:
+    # H200 run 14: inductor's max-autotune logged OOMs of template choices it skipped; the sandbox called
+    # the five finished GEMM baselines "out_of_memory" and dropped their results.
+    out = run_worker(W + "handled_oom", json.dumps({"question": "q"}).encode(), Limits(timeout_s=30))
+    assert out.status == "ok", out.stderr_tail
+    assert json.loads(out.result or b"{}") == {"answer": "q"} and "OutOfMemoryError" in out.stderr_tail
+
+
 def test_background_processes_left_by_a_clean_exit_are_killed() -> None:
     out = run_worker(W + "background_child", b"{}", Limits(timeout_s=30))
     assert out.status == "ok", out.stderr_tail
