@@ -2,23 +2,39 @@
 
 The table is what search efficiency is measured against (benchmarks/search_eff.py: evaluations a search
 needed to reach 98 % of this optimum, from run_suite.py's `evaluations` trace). Configs are SPACE x
-CONFIG filtered by the task's `constraint` (expanded in a sandboxed worker, benchmarks/space_worker.py),
-timed by the `autotune` tool in chunks, so an interrupted run keeps what it measured: the per-task file
-says `complete: false` and a rerun resumes from it. `--dry-run` (CPU) only counts the configs.
+CONFIG filtered by the task's `constraint` (expanded in a sandboxed worker, benchmarks/space_worker.py).
+
+Per task, two phases:
+1. Precompile (Triton tasks): the configs not measured yet are dealt into `--precompile-procs` slices,
+   each launched once per config by a sandboxed worker (benchmarks/precompile_worker.py); the workers
+   run side by side, so Triton's JIT compiles use that many CPU cores at once. Nothing is timed here.
+   A CUDA C++ task is not precompiled: it compiles through NVRTC into a dict of its own process, which
+   no later process can read.
+2. Timing: the `autotune` tool in chunks of CHUNK configs, one sandboxed process per chunk. Every worker
+   of the sweep shares one Triton cache (`--triton-cache`, set as TRITON_CACHE_DIR, which the sandbox
+   passes on), so a chunk loads the kernels phase 1 compiled instead of compiling them between timings.
+   A config that failed to precompile is timed (and its error recorded) by its chunk as before.
+Progress is saved after every chunk, so an interrupted run keeps what it measured: the per-task file says
+`complete: false` and a rerun resumes from it. `--dry-run` (CPU) only counts the configs.
+
+How long a sweep of the L1 tasks takes on the H200 with this scheme is not measured yet.
 
     .venv/bin/python benchmarks/exhaustive.py --dry-run
     .venv/bin/python benchmarks/exhaustive.py --tasks l1_relu --budget-s 120
 
-Writes benchmarks/results/exhaustive/<task>.json.
+Writes benchmarks/results/exhaustive/<task>.json (the cache goes to <out-dir>/.triton-cache by default).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +44,26 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.precompile_worker import PrecompileJob, PrecompileResult
 from benchmarks.search_eff import config_key, optimum
 from benchmarks.space_worker import SpaceJob, SpaceResult
 from benchmarks.suite import SuiteError, select
 
 OUT_DIR = ROOT / "benchmarks" / "results" / "exhaustive"
 LEVELS = ("L1", "L2")  # L3/L4 spaces (10^4 - 10^5 configs of multi-kernel launches) are not swept
-# Per config: ~1-3 s of Triton compile + warm-up + reps. 5 / 20 ms budgets keep a 100-config L1 space near
-# 3-5 GPU minutes; one sample set per config ("once"), as the brief for the table asks.
+# do_bench's warm-up and repetition time budgets per config (its defaults are 25 / 100 ms): one sample set
+# per config ("once"), as the brief for the table asks.
 WARMUP_MS = 5.0
 REP_MS = 20.0
-CHUNK = 24  # configs per autotune call: one sandboxed process each, so progress is saved per chunk
+# Configs per autotune call. Each call is one sandboxed process that imports torch and builds the
+# full-shape inputs once, and progress is saved after each call. Precompiled configs leave a chunk cache
+# loads, not compiles, between its timings; 96 configs is one whole L1 space such as l1_vector_add's.
+CHUNK = 96
+AUTOTUNE_TIMEOUT_S = 600.0  # AutotuneInput's default; the tool sets no maximum of its own
+# One precompile slice: ceil(configs / procs) first launches. A slice that runs out of time loses only
+# its remaining compiles (the cache keeps every kernel written before) and its chunk compiles those.
+PRECOMPILE_TIMEOUT_S = 600.0
+PRECOMPILE_WORKER = "benchmarks.precompile_worker"
 
 
 class Entry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -65,7 +90,19 @@ class Table(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     torch: str = ""
     warmup_ms: float = WARMUP_MS
     rep_ms: float = REP_MS
-    gpu_s: float = 0.0
+    gpu_s: float = 0.0  # wall seconds of the autotune calls (the timing chunks), summed over runs
+    precompile_s: float = 0.0  # wall seconds of the parallel precompile phases, summed over runs
+
+
+class Precompiled(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What one task's precompile phase did: every slice's result, joined."""
+
+    wall_s: float = 0.0
+    procs: int = 0  # slices run side by side (0: precompile off or nothing to compile)
+    configs: int = 0
+    compiled: int = 0
+    errors: dict[str, str] = {}  # config key -> error of its first launch
+    failures: list[str] = []  # slices whose worker returned no result ("timeout: timed out after ...")
 
 
 def legal_configs(task_path: str, shape: str = "full") -> SpaceResult:
@@ -86,7 +123,90 @@ def lookup(table: Table) -> dict[str, float | None]:
     return {config_key(e.config): e.median_ms for e in table.entries}
 
 
-def sweep(task: str, path: str, out: Path, gpu: int, end: float) -> Table:
+def default_precompile_procs() -> int:
+    """One compiling process per core, less two for this process and the system (14 on 16 cores)."""
+    return max(0, min(14, (os.cpu_count() or 1) - 2))
+
+
+@contextmanager
+def shared_triton_cache(path: Path) -> Iterator[Path]:
+    """Set TRITON_CACHE_DIR to `path` (absolute: workers run in their own scratch dirs) for the block.
+
+    The sandbox passes a TRITON_CACHE_DIR it finds in this process's environment on to its workers, so
+    every worker started inside the block reads and writes this one cache. The old value comes back after.
+    """
+    path = path.resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    before = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = before
+
+
+def precompile_jobs(path: str, configs: list[dict[str, Any]], procs: int) -> list[PrecompileJob]:
+    """`configs` dealt round-robin into min(procs, len(configs)) non-empty jobs; procs <= 0: none.
+
+    Round-robin, not contiguous runs: neighbours in SPACE order differ in the last (fastest-varying)
+    parameter only, so each slice gets a like share of the big and the small kernels.
+    """
+    n = min(procs, len(configs))
+    if n <= 0:
+        return []
+    return [PrecompileJob(task_path=path, configs=configs[i::n]) for i in range(n)]
+
+
+def _precompile_one(job: PrecompileJob, gpu: int, timeout_s: float) -> PrecompileResult | str:
+    from services.toolrunner.sandbox import Limits, run_worker
+
+    out = run_worker(
+        PRECOMPILE_WORKER, msgspec.json.encode(job), Limits(timeout_s=timeout_s, memory_mb=None, gpu=gpu)
+    )
+    if out.status != "ok" or out.result is None:
+        return f"{out.status}: {out.message}"
+    return msgspec.json.decode(out.result, type=PrecompileResult)
+
+
+def precompile(
+    path: str, configs: list[dict[str, Any]], procs: int, gpu: int, timeout_s: float
+) -> Precompiled:
+    """Launch every config once, `procs` sandboxed workers side by side, to fill the shared Triton cache.
+
+    Never raises for a config or a worker that fails: the timing chunk compiles and records those.
+    """
+    jobs = precompile_jobs(path, configs, procs)
+    if not jobs:
+        return Precompiled()
+    t = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        results = list(pool.map(lambda job: _precompile_one(job, gpu, timeout_s), jobs))
+    done = Precompiled(wall_s=time.monotonic() - t, procs=len(jobs), configs=len(configs))
+    for r in results:
+        if isinstance(r, str):
+            done.failures.append(r)
+        else:
+            done.compiled += r.compiled
+            done.errors.update(r.errors)
+    return done
+
+
+def _report_precompile(task: str, pre: Precompiled) -> None:
+    print(
+        f"{task}: precompiled {pre.compiled}/{pre.configs} configs in {pre.wall_s:.1f} s with {pre.procs} "
+        f"processes ({len(pre.errors)} config errors, {len(pre.failures)} slices without a result)",
+        file=sys.stderr,
+        flush=True,
+    )
+    for f in pre.failures[:3]:  # three say why; the line above gives the count of all
+        print(f"  precompile slice {f}", file=sys.stderr)
+
+
+def sweep(task: str, path: str, out: Path, gpu: int, end: float, precompile_procs: int = 0) -> Table:
+    """Time `task`'s legal configs not yet in `out` (precompiled first unless precompile_procs is 0)."""
     from services.toolrunner import autotune
     from shared.tools.bench import AutotuneInput
 
@@ -98,6 +218,12 @@ def sweep(task: str, path: str, out: Path, gpu: int, end: float) -> Table:
             table = old
     done = {config_key(e.config) for e in table.entries}
     todo = [c for c in space.configs if config_key(c) not in done]
+    if todo and precompile_procs > 0 and time.monotonic() < end:
+        pre = precompile(
+            path, todo, precompile_procs, gpu, min(PRECOMPILE_TIMEOUT_S, max(30.0, end - time.monotonic()))
+        )
+        table.precompile_s += pre.wall_s
+        _report_precompile(task, pre)
     for i in range(0, len(todo), CHUNK):
         if time.monotonic() >= end:
             break
@@ -111,7 +237,7 @@ def sweep(task: str, path: str, out: Path, gpu: int, end: float) -> Table:
                 gpu=gpu,
                 warmup_ms=WARMUP_MS,
                 rep_ms=REP_MS,
-                timeout_s=600.0,
+                timeout_s=AUTOTUNE_TIMEOUT_S,
             )
         )
         table.gpu_s += time.monotonic() - t
@@ -146,12 +272,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", help="comma-separated L1/L2 task names; default: every L1 and L2 task")
     ap.add_argument(
-        "--budget-s", type=float, default=None, help="stop starting chunks after this many seconds"
+        "--budget-s",
+        type=float,
+        default=None,
+        help="stop starting precompile phases and chunks after this many seconds",
     )
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--out-dir", type=Path, default=OUT_DIR)
+    ap.add_argument(
+        "--precompile-procs",
+        type=int,
+        default=default_precompile_procs(),
+        help="precompile workers run side by side before a task's timing chunks; 0 turns precompiling "
+        "off (default: CPU cores - 2, at most 14: %(default)s here)",
+    )
+    ap.add_argument(
+        "--triton-cache",
+        type=Path,
+        default=None,
+        help="the Triton cache every worker of the sweep shares (default: <out-dir>/.triton-cache)",
+    )
     ap.add_argument("--dry-run", action="store_true", help="CPU: count the legal configs, time nothing")
     args = ap.parse_args(argv)
+    if args.precompile_procs < 0:
+        ap.error(f"--precompile-procs {args.precompile_procs}: want 0 (off) or more")
     try:
         metas = select(args.tasks)
     except SuiteError as e:
@@ -172,15 +316,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if gpu_count() == 0:
         ap.error("unavailable: no GPU (pass --dry-run to count the configs on CPU)")
     end = time.monotonic() + args.budget_s if args.budget_s else math.inf
-    for m in metas:
-        if time.monotonic() >= end:
-            break
-        t = sweep(m.name, m.path, args.out_dir / f"{m.name}.json", args.gpu, end)
-        best = f"{t.optimum.median_ms:.4f} ms at {t.optimum.config}" if t.optimum else "none ran"
-        print(
-            f"{m.name}: {len(t.entries)}/{t.legal} timed, complete={t.complete}, optimum {best}",
-            file=sys.stderr,
-        )
+    with shared_triton_cache(args.triton_cache or args.out_dir / ".triton-cache"):
+        for m in metas:
+            if time.monotonic() >= end:
+                break
+            procs = args.precompile_procs if m.kind == "triton" else 0  # NVRTC has no on-disk cache
+            t = sweep(m.name, m.path, args.out_dir / f"{m.name}.json", args.gpu, end, procs)
+            best = f"{t.optimum.median_ms:.4f} ms at {t.optimum.config}" if t.optimum else "none ran"
+            print(
+                f"{m.name}: {len(t.entries)}/{t.legal} timed, complete={t.complete}, optimum {best}, "
+                f"precompile {t.precompile_s:.1f} s, timing {t.gpu_s:.1f} s",
+                file=sys.stderr,
+            )
     return 0
 
 
