@@ -196,7 +196,7 @@ def launch_programs(manifest: Any, meta: TaskMeta, planner: Any) -> tuple[dict[s
         out = launch_grid.run(LaunchGridInput(task_path=meta.path, configs=configs))
     except ToolFailure as e:
         return {}, f"launch grids not recorded: {e.message}"
-    got = planner.programs_from(configs, out.results)
+    got = planner.programs_from(configs, out.results, manifest.primary)
     return got, "" if got else f"launch grids not recorded: {out.results[0].error}"
 
 

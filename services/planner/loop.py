@@ -226,7 +226,8 @@ class Planner:
             r = await self.io.call_tool("launch_grid", {"task_path": task.path, "configs": configs})
             if r.ok and r.result is not None:
                 try:
-                    got = programs_from(configs, msgspec.convert(r.result, LaunchGridOutput).results)
+                    grids = msgspec.convert(r.result, LaunchGridOutput).results
+                    got = programs_from(configs, grids, task.primary)
                 except (msgspec.ValidationError, ValueError):  # a malformed answer: keep the shape model
                     got = {}
         self._programs[task.sha256] = got

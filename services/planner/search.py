@@ -78,7 +78,13 @@ def tile_keys(config: Mapping[str, Scalar]) -> TileKeys:
     keys = [k for k in config if k not in LAUNCH]
     group = next((k for k in keys if re.match(r"^GROUP(_SIZE)?_?M$", k, re.IGNORECASE)), None)
     block = next((k for k in keys if re.match(r"^(BLOCK|BLOCK_SIZE|BLOCK_N|XBLOCK)$", k)), None)
-    return TileKeys(_find(keys, "M"), _find(keys, "N"), _find(keys, "K"), group, block)
+    m, n, k = _find(keys, "M"), _find(keys, "N"), _find(keys, "K")
+    if block is None and not (m or n or k):
+        # The one BLOCK_<X> of a kernel without M/N/K tiles is its block (l1_cross_entropy's BLOCK_V, the
+        # chunk its loop streams); two (a CUDA task's BLOCK_X, BLOCK_Y) name no single block.
+        named = [key for key in keys if re.match(r"^BLOCK_[A-Z]+$", key)]
+        block = named[0] if len(named) == 1 else None
+    return TileKeys(m, n, k, group, block)
 
 
 class Estimate(msgspec.Struct, kw_only=True):
@@ -232,11 +238,19 @@ def config_key(cfg: Mapping[str, Scalar]) -> str:
     return ",".join(f"{k}={cfg[k]}" for k in sorted(cfg))
 
 
-def programs_from(configs: Sequence[Config], results: Sequence[Any]) -> dict[str, int]:
+def programs_from(configs: Sequence[Config], results: Sequence[Any], primary: str = "") -> dict[str, int]:
     """Problem.programs from a launch_grid answer: config_key -> the programs of the config's smallest
     launch (the one most likely to leave SMs idle), for each requested config whose launch was recorded.
-    `results` are the answer's ConfigGrids, one per config in request order (a mismatch raises)."""
-    return {config_key(c): min(r.programs) for c, r in zip(configs, results, strict=True) if r.programs}
+    With `primary` (the task's first kernel) only that kernel's launches count when it was launched: a
+    small helper launch after it (l1_col_reduce's adder of SPLIT_M partial rows, 32 programs for every
+    config) would otherwise stand for every config. `results` are the answer's ConfigGrids, one per
+    config in request order (a mismatch raises)."""
+    out: dict[str, int] = {}
+    for c, r in zip(configs, results, strict=True):
+        own = [n for k, n in zip(r.kernels, r.programs, strict=False) if k == primary]
+        if own or r.programs:
+            out[config_key(c)] = min(own or r.programs)
+    return out
 
 
 def all_configs(space: dict[str, list[Scalar]], base: Config) -> list[Config]:
@@ -292,7 +306,38 @@ def next_configs(
     return _dedup(around)[: o.batch]
 
 
+MAX_SWITCH_VALUES = 4  # a knob with this few values that the tile model does not name is a switch
+
+
+def switches(p: Problem) -> list[str]:
+    """Knobs that pick a variant of the algorithm rather than a size (l1_cross_entropy's CHUNK_MAX 0/1,
+    l1_col_reduce's SPLIT_M): not a launch option, not a tile key, few values. The prior cannot rank
+    their values (it models sizes), so seeds() makes sure each value is measured once."""
+    t = tile_keys(p.config)
+    named = {k for k in (t.m, t.n, t.k, t.group, t.block) if k}
+    return [
+        k for k, v in p.space.items() if k not in LAUNCH and k not in named and 1 < len(v) <= MAX_SWITCH_VALUES
+    ]
+
+
 def seeds(p: Problem, count: int) -> list[Config]:
+    """The `count` best-ranked legal configs of distinct tile shapes (deterministic), then for each value
+    of a switch knob that none of them holds, the best-ranked legal config that holds it (measured in the
+    next round: next_configs returns untried seeds first)."""
+    base = _shape_seeds(p, count)
+    legal = [c for c in all_configs(p.space, p.config) if not prune_reasons(c, p)]
+    extra: list[Config] = []
+    for key in switches(p):
+        for value in p.space[key]:
+            if any(c.get(key) == value for c in base + extra):
+                continue
+            with_it = [c for c in legal if c.get(key) == value]
+            if with_it:
+                extra.append(max(with_it, key=lambda c: prior(c, p)))
+    return base + extra
+
+
+def _shape_seeds(p: Problem, count: int) -> list[Config]:
     """The `count` best-ranked legal configs of distinct tile shapes (deterministic)."""
     ranked = sorted(
         (c for c in all_configs(p.space, p.config) if not prune_reasons(c, p)), key=lambda c: -prior(c, p)

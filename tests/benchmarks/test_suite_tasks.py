@@ -27,7 +27,13 @@ TASKS = all_tasks()
 ALTERNATES = {
     "l3_pipeline": [{"X_LAYOUT": 1, "ATT_BLOCK_M": 16}, {"X_LAYOUT": 2, "EMB_BLOCK": 128}],
     "l4_block_sparse_attention": [{"SKIP": 1, "BLOCK_M": 64, "BLOCK_N": 16}],
+    # Row split: 300 micro rows in 8 slices of 40 (the last holds 20); in 8 slices of 64, 3 are empty
+    # (rows of zeros for the adder).
+    "l1_col_reduce": [{"SPLIT_M": 8, "BLOCK_M": 8, "BLOCK_N": 16}, {"SPLIT_M": 8, "BLOCK_M": 64, "BLOCK_N": 16}],
+    "l1_cross_entropy": [{"CHUNK_MAX": 1}, {"CHUNK_MAX": 1, "BLOCK_V": 256, "num_warps": 8}],
 }
+# Alternates checked on the edge shapes too (a 1-row matrix, a 1-logit vocabulary), not micro alone.
+ALTERNATE_SHAPES = {"l1_col_reduce": ["micro", "edge"], "l1_cross_entropy": ["micro", "edge"]}
 
 
 def test_the_suite_has_every_level_and_at_least_18_tasks() -> None:
@@ -81,7 +87,7 @@ def test_task_loads_and_is_correct_on_cpu(path: Path) -> None:
     if parts["DTYPE"] == "bfloat16":
         assert all(c.dtype == parts["CPU_DTYPE"] for c in out.cases), "the bf16 twin did not run"
     for alt in ALTERNATES.get(meta.name, []):
-        out = _correctness(path, ["micro"], alt)
+        out = _correctness(path, ALTERNATE_SHAPES.get(meta.name, ["micro"]), alt)
         assert out.passed, f"{alt}: {out.summary}"
 
 
