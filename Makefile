@@ -6,7 +6,7 @@ PORT    ?= 4222
 STAMP   := $(VENV)/.installed
 
 .PHONY: install run demo down test test-gpu lint schemas bench-bus bench-tools bench-decomposer \
-        bench-telemetry bench-verifier bench-kernels bench-decomposer-ncu wheels clean
+        bench-telemetry bench-verifier bench-kernels bench-decomposer-ncu bench-search-replay wheels clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -62,6 +62,10 @@ bench-verifier: install
 
 bench-kernels: install
 	$(BIN)/python benchmarks/run_suite.py
+
+bench-search-replay: install  # no GPU: the search replayed against the committed H200 exhaustive tables
+	$(BIN)/python benchmarks/search_replay.py --exhaustive-dir benchmarks/results/exhaustive \
+	    --out benchmarks/results/h200/suite/search_replay
 
 clean:
 	rm -rf $(VENV) .kpilot

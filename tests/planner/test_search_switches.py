@@ -39,3 +39,29 @@ def test_two_block_knobs_name_no_single_block_and_launch_options_are_never_switc
     p = Problem(config={"BLOCK": 128, "num_warps": 4, "num_stages": 1},
                 space={"BLOCK": [128, 256], "num_warps": [4, 8], "num_stages": [1, 2]})
     assert switches(p) == []
+
+
+def test_a_one_knob_local_optimum_gets_one_round_of_pattern_moves_then_the_search_stops() -> None:
+    """TEST INPUT (made up so it can be checked by hand): a 2-knob landscape whose optimum (X=64, Y=2)
+    is a diagonal step from the one-knob local optimum (X=32, Y=4). Scores are 1 / ms."""
+    from services.planner.search import config_key
+
+    ms = {(32, 4): 0.594, (64, 4): 0.619, (32, 2): 0.613, (16, 4): 0.645, (32, 8): 0.654, (64, 2): 0.568,
+          (16, 2): 0.700, (64, 8): 0.640, (16, 8): 0.800}
+    p = Problem(config={"X": 32, "Y": 4}, space={"X": [16, 32, 64], "Y": [2, 4, 8]})
+    history = [({"X": x, "Y": y}, 1 / v) for (x, y), v in ms.items() if (x, y) in
+               {(32, 4), (64, 4), (32, 2), (16, 4), (32, 8)}]
+    moves = next_configs(p, history)
+    assert moves[0] == {"X": 64, "Y": 2}  # the two best directions (X up 0.619, Y down 0.613) together
+    assert len(moves) == 4 and {config_key(m) for m in moves}.isdisjoint({config_key(c) for c, _ in history})
+    done = history + [(m, 1 / ms[(m["X"], m["Y"])]) for m in moves]
+    best = max(done, key=lambda cv: cv[1])[0]
+    assert best == {"X": 64, "Y": 2}
+    # From the new best the one-knob steps continue; once they and its pattern round are measured and
+    # nothing beats it, nothing more is proposed.
+    for _ in range(10):
+        nxt = next_configs(p, done)
+        if not nxt:
+            break
+        done += [(c, 1 / ms.get((c["X"], c["Y"]), 9.0)) for c in nxt]
+    assert next_configs(p, done) == []

@@ -1,0 +1,37 @@
+"""The search replay against the committed H200 exhaustive tables is deterministic and matches the
+committed benchmarks/results/h200/suite/search_replay.json (real tables; the planner's search as it is). A
+change to the search that moves a trace fails here on purpose: regenerate with `make bench-search-replay`
+and say in the commit what moved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from benchmarks import search_replay
+from benchmarks.exhaustive import Table
+
+ROOT = Path(__file__).resolve().parents[2]
+EXHAUSTIVE = ROOT / "benchmarks" / "results" / "exhaustive"
+COMMITTED = ROOT / "benchmarks" / "results" / "h200" / "suite" / "search_replay.json"
+
+
+@pytest.mark.parametrize("task", ["l1_cross_entropy", "l1_transpose_cuda", "l1_gelu"])
+def test_replay_of_a_committed_table_matches_the_committed_replay(task: str) -> None:
+    table = msgspec.json.decode((EXHAUSTIVE / f"{task}.json").read_bytes(), type=Table)
+    got = search_replay.replay(task, table)
+    want = next(r for r in msgspec.json.decode(COMMITTED.read_bytes(), type=list[search_replay.Replay])
+                if r.task == task)
+    assert got == want
+    assert got.converged and got.best_ms is not None and got.best_ms >= got.optimum_ms
+
+
+def test_bad_arguments_are_refused_with_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        search_replay.main(["--exhaustive-dir", str(tmp_path), "--out", str(tmp_path / "x")])
+    assert "run benchmarks/exhaustive.py on a GPU first" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        search_replay.main(["--exhaustive-dir", str(EXHAUSTIVE), "--tasks", "l2_bmm", "--out", str(tmp_path / "x")])
+    assert "no exhaustive table" in capsys.readouterr().err
