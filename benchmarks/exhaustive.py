@@ -11,8 +11,9 @@ Per task, two phases:
    A CUDA C++ task is not precompiled: it compiles through NVRTC into a dict of its own process, which
    no later process can read.
 2. Timing: the `autotune` tool in chunks of CHUNK configs, one sandboxed process per chunk. Every worker
-   of the sweep shares one Triton cache (`--triton-cache`, set as TRITON_CACHE_DIR, which the sandbox
-   passes on), so a chunk loads the kernels phase 1 compiled instead of compiling them between timings.
+   of the sweep shares one Triton cache (`--triton-cache`, given to each worker as TRITON_CACHE_DIR
+   through its sandbox Limits), so a chunk loads the kernels phase 1 compiled instead of compiling
+   them between timings.
    A config that failed to precompile is timed (and its error recorded) by its chunk as before.
 Progress is saved after every chunk, so an interrupted run keeps what it measured: the per-task file says
 `complete: false` and a rerun resumes from it. `--dry-run` (CPU) only counts the configs.
@@ -32,9 +33,8 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -128,24 +128,16 @@ def default_precompile_procs() -> int:
     return max(0, min(14, (os.cpu_count() or 1) - 2))
 
 
-@contextmanager
-def shared_triton_cache(path: Path) -> Iterator[Path]:
-    """Set TRITON_CACHE_DIR to `path` (absolute: workers run in their own scratch dirs) for the block.
+Env = tuple[tuple[str, str], ...]
 
-    The sandbox passes a TRITON_CACHE_DIR it finds in this process's environment on to its workers, so
-    every worker started inside the block reads and writes this one cache. The old value comes back after.
-    """
+
+def cache_env(path: Path) -> Env:
+    """The worker variables that make every worker of a sweep share the Triton cache at `path` (made
+    absolute, since workers run in their own scratch dirs). Passed to each worker through its Limits, not
+    through this process's environment: the sandbox gives other workers their own cache as before."""
     path = path.resolve()
     path.mkdir(parents=True, exist_ok=True)
-    before = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(path)
-    try:
-        yield path
-    finally:
-        if before is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = before
+    return (("TRITON_CACHE_DIR", str(path)),)
 
 
 def precompile_jobs(path: str, configs: list[dict[str, Any]], procs: int) -> list[PrecompileJob]:
@@ -160,19 +152,18 @@ def precompile_jobs(path: str, configs: list[dict[str, Any]], procs: int) -> lis
     return [PrecompileJob(task_path=path, configs=configs[i::n]) for i in range(n)]
 
 
-def _precompile_one(job: PrecompileJob, gpu: int, timeout_s: float) -> PrecompileResult | str:
+def _precompile_one(job: PrecompileJob, gpu: int, timeout_s: float, env: Env) -> PrecompileResult | str:
     from services.toolrunner.sandbox import Limits, run_worker
 
-    out = run_worker(
-        PRECOMPILE_WORKER, msgspec.json.encode(job), Limits(timeout_s=timeout_s, memory_mb=None, gpu=gpu)
-    )
+    limits = Limits(timeout_s=timeout_s, memory_mb=None, gpu=gpu, env=env)
+    out = run_worker(PRECOMPILE_WORKER, msgspec.json.encode(job), limits)
     if out.status != "ok" or out.result is None:
         return f"{out.status}: {out.message}"
     return msgspec.json.decode(out.result, type=PrecompileResult)
 
 
 def precompile(
-    path: str, configs: list[dict[str, Any]], procs: int, gpu: int, timeout_s: float
+    path: str, configs: list[dict[str, Any]], procs: int, gpu: int, timeout_s: float, env: Env = ()
 ) -> Precompiled:
     """Launch every config once, `procs` sandboxed workers side by side, to fill the shared Triton cache.
 
@@ -183,7 +174,7 @@ def precompile(
         return Precompiled()
     t = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        results = list(pool.map(lambda job: _precompile_one(job, gpu, timeout_s), jobs))
+        results = list(pool.map(lambda job: _precompile_one(job, gpu, timeout_s, env), jobs))
     done = Precompiled(wall_s=time.monotonic() - t, procs=len(jobs), configs=len(configs))
     for r in results:
         if isinstance(r, str):
@@ -205,7 +196,9 @@ def _report_precompile(task: str, pre: Precompiled) -> None:
         print(f"  precompile slice {f}", file=sys.stderr)
 
 
-def sweep(task: str, path: str, out: Path, gpu: int, end: float, precompile_procs: int = 0) -> Table:
+def sweep(
+    task: str, path: str, out: Path, gpu: int, end: float, precompile_procs: int = 0, env: Env = ()
+) -> Table:
     """Time `task`'s legal configs not yet in `out` (precompiled first unless precompile_procs is 0)."""
     from services.toolrunner import autotune
     from shared.tools.bench import AutotuneInput
@@ -220,7 +213,12 @@ def sweep(task: str, path: str, out: Path, gpu: int, end: float, precompile_proc
     todo = [c for c in space.configs if config_key(c) not in done]
     if todo and precompile_procs > 0 and time.monotonic() < end:
         pre = precompile(
-            path, todo, precompile_procs, gpu, min(PRECOMPILE_TIMEOUT_S, max(30.0, end - time.monotonic()))
+            path,
+            todo,
+            precompile_procs,
+            gpu,
+            min(PRECOMPILE_TIMEOUT_S, max(30.0, end - time.monotonic())),
+            env,
         )
         table.precompile_s += pre.wall_s
         _report_precompile(task, pre)
@@ -238,7 +236,8 @@ def sweep(task: str, path: str, out: Path, gpu: int, end: float, precompile_proc
                 warmup_ms=WARMUP_MS,
                 rep_ms=REP_MS,
                 timeout_s=AUTOTUNE_TIMEOUT_S,
-            )
+            ),
+            env=env,
         )
         table.gpu_s += time.monotonic() - t
         table.entries += [
@@ -316,18 +315,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if gpu_count() == 0:
         ap.error("unavailable: no GPU (pass --dry-run to count the configs on CPU)")
     end = time.monotonic() + args.budget_s if args.budget_s else math.inf
-    with shared_triton_cache(args.triton_cache or args.out_dir / ".triton-cache"):
-        for m in metas:
-            if time.monotonic() >= end:
-                break
-            procs = args.precompile_procs if m.kind == "triton" else 0  # NVRTC has no on-disk cache
-            t = sweep(m.name, m.path, args.out_dir / f"{m.name}.json", args.gpu, end, procs)
-            best = f"{t.optimum.median_ms:.4f} ms at {t.optimum.config}" if t.optimum else "none ran"
-            print(
-                f"{m.name}: {len(t.entries)}/{t.legal} timed, complete={t.complete}, optimum {best}, "
-                f"precompile {t.precompile_s:.1f} s, timing {t.gpu_s:.1f} s",
-                file=sys.stderr,
-            )
+    env = cache_env(args.triton_cache or args.out_dir / ".triton-cache")
+    for m in metas:
+        if time.monotonic() >= end:
+            break
+        procs = args.precompile_procs if m.kind == "triton" else 0  # NVRTC has no on-disk cache
+        t = sweep(m.name, m.path, args.out_dir / f"{m.name}.json", args.gpu, end, procs, env)
+        best = f"{t.optimum.median_ms:.4f} ms at {t.optimum.config}" if t.optimum else "none ran"
+        print(
+            f"{m.name}: {len(t.entries)}/{t.legal} timed, complete={t.complete}, optimum {best}, "
+            f"precompile {t.precompile_s:.1f} s, timing {t.gpu_s:.1f} s",
+            file=sys.stderr,
+        )
     return 0
 
 

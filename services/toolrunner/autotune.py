@@ -23,7 +23,9 @@ def check(req: AutotuneInput) -> None:
         raise ToolFailure("refused", "warmup_ms and rep_ms must be > 0 (do_bench uses 25 and 100)")
 
 
-def run(req: AutotuneInput) -> AutotuneOutput:
+def run(req: AutotuneInput, *, env: tuple[tuple[str, str], ...] = ()) -> AutotuneOutput:
+    """`env`: extra worker variables for in-process callers (exhaustive.py's shared TRITON_CACHE_DIR);
+    not part of the tool's input, so a request over the bus cannot set them."""
     check(req)
     require_gpu("autotune", req.gpu)
     manifest = load_for_tool(req.task_path)
@@ -41,7 +43,7 @@ def run(req: AutotuneInput) -> AutotuneOutput:
     outcome = run_worker(
         "services.toolrunner.workers.autotune",
         msgspec.json.encode(req),
-        Limits(timeout_s=req.timeout_s, memory_mb=None, gpu=req.gpu),
+        Limits(timeout_s=req.timeout_s, memory_mb=None, gpu=req.gpu, env=env),
     )
     if outcome.status != "ok" or outcome.result is None:
         raise ToolFailure(outcome.status if outcome.status != "ok" else "failed", outcome.message)

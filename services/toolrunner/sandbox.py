@@ -29,8 +29,7 @@ import msgspec
 # (benchmarks/exhaustive.py) shares one compiled-kernel cache with all its workers; when it is unset, as
 # it normally is, each worker gets a fresh cache in its scratch dir.
 _KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
-             "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
-             "TRITON_CACHE_DIR")
+             "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH")
 
 Status = Literal["ok", "failed", "timeout", "crashed", "out_of_memory"]
 

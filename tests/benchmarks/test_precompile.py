@@ -68,17 +68,18 @@ def test_failed_slices_are_reported_not_raised(configs: list[dict]) -> None:
     assert done.failures == [f"failed: {NO_GPU}"] * 2, done.failures
 
 
-def test_shared_cache_reaches_workers_and_is_restored(
+def test_the_shared_cache_reaches_the_workers_given_it_and_no_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
-    with exhaustive.shared_triton_cache(tmp_path / "cache") as cache:
-        out = run_worker("tests.toolrunner.workers_for_tests.env_probe", b"{}", Limits(timeout_s=30))
-        assert out.status == "ok", out.stderr_tail
-        assert json.loads(out.result or b"{}")["env"]["TRITON_CACHE_DIR"] == str(cache)
-        assert cache.is_absolute() and cache.is_dir()
-    assert "TRITON_CACHE_DIR" not in os.environ
-    # Unset again: the worker's cache is its own scratch dir, as before.
+    env = exhaustive.cache_env(tmp_path / "cache")
+    (name, cache), = env
+    assert name == "TRITON_CACHE_DIR" and Path(cache).is_absolute() and Path(cache).is_dir()
+    out = run_worker("tests.toolrunner.workers_for_tests.env_probe", b"{}", Limits(timeout_s=30, env=env))
+    assert out.status == "ok", out.stderr_tail
+    assert json.loads(out.result or b"{}")["env"]["TRITON_CACHE_DIR"] == cache
+    # A TRITON_CACHE_DIR in the runner's own environment is not passed on: a sandboxed candidate never
+    # shares (or writes into) a cache it was not given.
+    monkeypatch.setenv("TRITON_CACHE_DIR", cache)
     out = run_worker("tests.toolrunner.workers_for_tests.env_probe", b"{}", Limits(timeout_s=30))
     got = json.loads(out.result or b"{}")
     assert got["env"]["TRITON_CACHE_DIR"].startswith(got["scratch"])
@@ -121,10 +122,12 @@ def test_precompiled_configs_fill_the_shared_cache_and_time_from_it(
     from shared.tools.bench import AutotuneInput
 
     some = configs[:: len(configs) // 8][:8]
-    with exhaustive.shared_triton_cache(tmp_path / "cache") as cache:
-        done = exhaustive.precompile(VECTOR_ADD, some, 4, gpu=0, timeout_s=300.0)
-        cubins = sorted(cache.rglob("*.cubin"))
-        timed = autotune.run(AutotuneInput(task_path=VECTOR_ADD, configs=some, max_configs=8, rep_ms=20.0))
+    env = exhaustive.cache_env(tmp_path / "cache")
+    done = exhaustive.precompile(VECTOR_ADD, some, 4, gpu=0, timeout_s=300.0, env=env)
+    cubins = sorted(Path(env[0][1]).rglob("*.cubin"))
+    timed = autotune.run(
+        AutotuneInput(task_path=VECTOR_ADD, configs=some, max_configs=8, rep_ms=20.0), env=env
+    )
     if dest := os.environ.get("KPILOT_FIXTURE_OUT"):
         Path(dest).mkdir(parents=True, exist_ok=True)
         Path(dest, "precompile_vector_add.json").write_bytes(msgspec.json.encode(done))
