@@ -340,16 +340,21 @@ def next_configs(
 
 
 MAX_SWITCH_VALUES = 4  # a knob with this few values that the tile model does not name is a switch
+# A size knob by its name (BLOCK_X, ATT_BLOCK_M, FFN_BLOCK_K, TILE_N), never a switch however few values.
+_SIZE_NAME = re.compile(r"(^|_)(BLOCK|BLK)(_|$)|^TILE_")
 
 
 def switches(p: Problem) -> list[str]:
     """Knobs that pick a variant of the algorithm rather than a size (l1_cross_entropy's CHUNK_MAX 0/1,
-    l1_col_reduce's SPLIT_M): not a launch option, not a tile key, few values. The prior cannot rank
-    their values (it models sizes), so seeds() makes sure each value is measured once."""
+    l1_col_reduce's SPLIT_M, l1_transpose_cuda's USE_TILE, l3_pipeline's X_LAYOUT): not a launch option,
+    not a tile key, not named as a size, few values. The prior cannot rank their values (it models
+    sizes), so seeds() makes sure each value is measured once."""
     t = tile_keys(p.config)
     named = {k for k in (t.m, t.n, t.k, t.group, t.block) if k}
     return [
-        k for k, v in p.space.items() if k not in LAUNCH and k not in named and 1 < len(v) <= MAX_SWITCH_VALUES
+        k
+        for k, v in p.space.items()
+        if k not in LAUNCH and k not in named and not _SIZE_NAME.search(k) and 1 < len(v) <= MAX_SWITCH_VALUES
     ]
 
 
@@ -357,24 +362,23 @@ def seeds(p: Problem, count: int) -> list[Config]:
     """The `count` best-ranked legal configs of distinct tile shapes (deterministic), then for each value
     of a switch knob that none of them holds, the best-ranked legal config that holds it (measured in the
     next round: next_configs returns untried seeds first)."""
-    base = _shape_seeds(p, count)
-    legal = [c for c in all_configs(p.space, p.config) if not prune_reasons(c, p)]
+    ranked = sorted(
+        (c for c in all_configs(p.space, p.config) if not prune_reasons(c, p)), key=lambda c: -prior(c, p)
+    )  # one pass over the space (the pipeline's is 138k configs), shared by both parts
+    base = _shape_seeds(p, count, ranked)
     extra: list[Config] = []
     for key in switches(p):
         for value in p.space[key]:
             if any(c.get(key) == value for c in base + extra):
                 continue
-            with_it = [c for c in legal if c.get(key) == value]
-            if with_it:
-                extra.append(max(with_it, key=lambda c: prior(c, p)))
+            if with_it := next((c for c in ranked if c.get(key) == value), None):  # best-ranked first
+                extra.append(with_it)
     return base + extra
 
 
-def _shape_seeds(p: Problem, count: int) -> list[Config]:
-    """The `count` best-ranked legal configs of distinct tile shapes (deterministic)."""
-    ranked = sorted(
-        (c for c in all_configs(p.space, p.config) if not prune_reasons(c, p)), key=lambda c: -prior(c, p)
-    )
+def _shape_seeds(p: Problem, count: int, ranked: list[Config]) -> list[Config]:
+    """The `count` best-ranked legal configs of distinct tile shapes (deterministic); `ranked` is every
+    legal config, best prior first."""
     t = tile_keys(p.config)
     shape_keys = [k for k in (t.m, t.n, t.k, t.block) if k]
     if not shape_keys:
