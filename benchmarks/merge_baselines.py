@@ -1,14 +1,14 @@
 """Fill library baselines measured in a later GPU session into an existing suite report, without a re-run.
 
-The committed H200 suite (benchmarks/results/h200/suite/kernels.json) was measured with --skip-compile, so
-every row says "baselines not measured: compile". Once baselines.py has timed torch.compile(max-autotune) in
-another session, this puts those figures into the rows: baselines_ms, speedup_vs (baseline median / the
-row's own after.median_ms), meets_target (run_suite.meets) and the notes (what is still missing, where the
-figure came from, torch.compile's first-call seconds). A baseline that failed in FILE is noted as not
+The committed H200 suite (benchmarks/results/h200/suite/kernels.json) was measured with --skip-compile;
+H200 runs 17-18 timed torch.compile(max-autotune) in a later session, and this script put those figures
+into the rows: baselines_ms, speedup_vs (baseline median / the row's own after.median_ms),
+meets_target (run_suite.meets) and the notes (what is still missing, where the figure came from,
+torch.compile's first-call seconds). A baseline that failed in FILE is noted as not
 measured. Rows of tasks absent from FILE are left as they are; merging the same file again changes nothing.
 
     .venv/bin/python benchmarks/merge_baselines.py --suite benchmarks/results/h200/suite/kernels.json \\
-        --baselines benchmarks/results/h200/suite/baselines_compile.json [--names compile] [--out-md PATH]
+        --baselines benchmarks/results/h200/suite/baselines_run17.json [--names compile] [--out-md PATH]
 
 The JSON is rewritten in place (run_suite.write's formatting) and the Markdown regenerated next to it
 (same stem, .md) unless --out-md says where. Nothing is written when any check fails.
