@@ -79,15 +79,10 @@ def replay(task: str, table: Table, max_rounds: int = MAX_ROUNDS) -> Replay:
                 out.append((ms, "" if ms is not None else "failed in the exhaustive sweep"))
         return out
 
-    rounds_seen: list[int] = []
-
-    def propose(history: list[tuple[dict[str, Any], float | None]]) -> list[dict[str, Any]]:
-        got = planner.next_configs(p, history)
-        if got:
-            rounds_seen.append(len(got))
-        return got
-
-    evals = search_loop(propose, evaluate, math.inf, max_rounds=max_rounds, start=start)
+    evals = search_loop(
+        lambda h: planner.next_configs(p, h), evaluate, math.inf, max_rounds=max_rounds, start=start
+    )
+    rounds = max((e.round for e in evals), default=-1) + 1
     trace = [{**start, **e.config} for e in evals]
     found = [e.median_ms for e in evals if e.median_ms is not None]
     _, best = optimum(times)
@@ -96,8 +91,8 @@ def replay(task: str, table: Table, max_rounds: int = MAX_ROUNDS) -> Replay:
     return Replay(
         task=task,
         legal=table.legal,
-        rounds=len(rounds_seen),
-        converged=len(rounds_seen) < max_rounds,
+        rounds=rounds,
+        converged=rounds < max_rounds,
         evaluations=len(evals),
         outside_table=sum(1 for e in evals if e.error.startswith("not in the exhaustive table")),
         optimum_ms=best,
