@@ -1,8 +1,8 @@
-"""Fill library baselines measured in a later GPU session into an existing suite report, without a re-run.
+"""Fill library baselines measured in another GPU session into an existing suite report, without a re-run.
 
 The committed H200 suite (benchmarks/results/h200/suite/kernels.json) was measured with --skip-compile;
-H200 runs 17-18 timed torch.compile(max-autotune) in a later session, and this script put those figures
-into the rows: baselines_ms, speedup_vs (baseline median / the row's own after.median_ms),
+H200 runs 17-19 timed torch.compile(max-autotune) on their own (the same shapes), and this script put
+those figures into the rows: baselines_ms, speedup_vs (baseline median / the row's own after.median_ms),
 meets_target (run_suite.meets) and the notes (what is still missing, where the figure came from,
 torch.compile's first-call seconds). A baseline that failed in FILE is noted as not
 measured. Rows of tasks absent from FILE are left as they are; merging the same file again changes nothing.
@@ -93,7 +93,7 @@ def _one_line(text: str) -> str:
 
 def _provenance_note(name: str, timing: BaselineTiming, source: str, prov: dict[str, Any], row: Any) -> str:
     note = (
-        f"{name} baseline from {source} (measured in a later session than this row's kernel times; "
+        f"{name} baseline from {source} (measured in another session than this row's kernel times; "
         "same device model)"
     )
     if timing.compile_s is not None:
@@ -204,7 +204,7 @@ def _rewrite_missing(row: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", type=Path, required=True, help="run_suite.py's kernels.json (rewritten)")
-    ap.add_argument("--baselines", type=Path, required=True, help="baselines.py's JSON of a later session")
+    ap.add_argument("--baselines", type=Path, required=True, help="baselines.py's JSON of another session")
     ap.add_argument("--names", default="compile", help="comma-separated baselines to take (default compile)")
     ap.add_argument("--out-md", type=Path, default=None, help="the Markdown table (default: --suite's .md)")
     args = ap.parse_args(argv)

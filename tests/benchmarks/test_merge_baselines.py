@@ -86,7 +86,7 @@ def test_compile_is_filled_speedup_recomputed_and_a_second_merge_changes_nothing
     assert relu["meets_target"] is True  # roofline target: 0.97 of the bound, compile does not change it
     assert NOT_MEASURED not in relu["notes"]
     provenance = (
-        "compile baseline from baselines_later.json (measured in a later session than this row's kernel "
+        "compile baseline from baselines_later.json (measured in another session than this row's kernel "
         "times; same device model); torch.compile first call 41.2 s"
     )
     assert relu["notes"] == [n for n in before["l1_relu"]["notes"] if n != NOT_MEASURED] + [provenance]
