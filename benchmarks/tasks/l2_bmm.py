@@ -1,7 +1,7 @@
 """L2: batched bf16 GEMM C[b] = A[b] @ B[b], 64 independent 1024^3 products (grid axis 1 = batch).
 
 Each product alone fills only 64 programs of 128x128; the batch supplies the parallelism. Untuned start:
-32x32x32 tiles, 4 warps, 1 stage.
+64x64x32 tiles, 4 warps, 1 stage (no software pipelining).
 """
 
 import torch
@@ -54,13 +54,16 @@ def bmm_kernel(
 
 
 KERNELS = (bmm_kernel,)
-CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 1}
+CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 1}
+# Hopper-sized space (issue #8's exhaustive sweep has to fit one GPU window): tiles of 64-256 (wgmma needs
+# M % 64 == 0), 4 or 8 warps (wgmma: a multiple of 4), 1 stage (the untuned start) or 3-5.
+# Runs up to 18 started at 32x32x32 in a wider space (16-256 tiles, 2-8 warps, 1-5 stages).
 SPACE = {
-    "BLOCK_M": [16, 32, 64, 128, 256],
-    "BLOCK_N": [16, 32, 64, 128, 256],
-    "BLOCK_K": [16, 32, 64, 128],
-    "num_warps": [2, 4, 8],
-    "num_stages": [1, 2, 3, 4, 5],
+    "BLOCK_M": [64, 128, 256],
+    "BLOCK_N": [64, 128, 256],
+    "BLOCK_K": [32, 64, 128],
+    "num_warps": [4, 8],
+    "num_stages": [1, 3, 4, 5],
 }
 SMEM_LIMIT_BYTES = 227 * 1024  # Hopper, per block (GPU.md)
 

@@ -31,9 +31,15 @@ ALTERNATES = {
     # (rows of zeros for the adder).
     "l1_col_reduce": [{"SPLIT_M": 8, "BLOCK_M": 8, "BLOCK_N": 16}, {"SPLIT_M": 8, "BLOCK_M": 64, "BLOCK_N": 16}],
     "l1_cross_entropy": [{"CHUNK_MAX": 1}, {"CHUNK_MAX": 1, "BLOCK_V": 256, "num_warps": 8}],
+    # Padded copies, K' = 128 (micro k = 51 and every edge k): unmasked K slices of 32 and of 128.
+    "l2_matmul_irregular": [{"PAD_ALIGN": 1}, {"PAD_ALIGN": 1, "BLOCK_K": 128, "BLOCK_N": 64}],
 }
 # Alternates checked on the edge shapes too (a 1-row matrix, a 1-logit vocabulary), not micro alone.
-ALTERNATE_SHAPES = {"l1_col_reduce": ["micro", "edge"], "l1_cross_entropy": ["micro", "edge"]}
+ALTERNATE_SHAPES = {
+    "l1_col_reduce": ["micro", "edge"],
+    "l1_cross_entropy": ["micro", "edge"],
+    "l2_matmul_irregular": ["micro", "edge"],
+}
 
 
 def test_the_suite_has_every_level_and_at_least_18_tasks() -> None:
