@@ -165,16 +165,19 @@ def merge(
             if timing is None and not entry.not_measured:
                 continue  # FILE did not try it (e.g. baselines.py --skip-compile): nothing to say
             failed_prefix = f"{name}: not measured: "
-            row.notes = [n for n in row.notes if not n.startswith(failed_prefix)]
             if timing is None or timing.median_ms is None:
-                # A failure never replaces a figure merged earlier from another file: it is only noted.
+                # A failure never replaces a figure merged earlier from another file: it is only noted,
+                # next to other files' failures (run 19's timeout stays when run 21 never reached the task).
+                row.notes = [
+                    n for n in row.notes if not (n.startswith(failed_prefix) and n.endswith(f"({source})"))
+                ]
                 why = timing.error if timing is not None and timing.error else entry.not_measured
                 row.notes.append(f"{failed_prefix}{_one_line(why or 'no time recorded')} ({source})")
                 row.baselines_ms.setdefault(name, None)
                 done.append(f"{name} not measured")
                 continue
             from_prefix = f"{name} baseline from "
-            row.notes = [n for n in row.notes if not n.startswith(from_prefix)]
+            row.notes = [n for n in row.notes if not n.startswith((from_prefix, failed_prefix))]
             row.baselines_ms[name] = timing.median_ms
             row.notes.append(_provenance_note(name, timing, source, data.provenance, row))
             done.append(f"{name} {timing.median_ms:.4f} ms")

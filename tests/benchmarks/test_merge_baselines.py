@@ -51,7 +51,12 @@ def _timing(median_ms: float | None, error: str = "", compile_s: float | None = 
     }
 
 
-def _baselines(tmp_path: Path, tasks: dict[str, dict[str, Any]], device: str = "NVIDIA H200") -> Path:
+def _baselines(
+    tmp_path: Path,
+    tasks: dict[str, dict[str, Any]],
+    device: str = "NVIDIA H200",
+    name: str = "baselines_later.json",
+) -> Path:
     """TEST INPUT in benchmarks/baselines.py's format."""
     data = {
         "roofline": {},
@@ -59,7 +64,7 @@ def _baselines(tmp_path: Path, tasks: dict[str, dict[str, Any]], device: str = "
         "provenance": {"device": device, "driver": "580.159.04", "cuda": "13.0", "torch": "2.11.0+cu130"},
         "wall_s": 1.0,
     }
-    path = tmp_path / "baselines_later.json"
+    path = tmp_path / name
     path.write_text(json.dumps(data, indent=2))
     return path
 
@@ -135,6 +140,31 @@ def test_a_failed_compile_is_noted_as_not_measured_once(tmp_path: Path) -> None:
         assert relu["baselines_ms"]["compile"] is None and relu["speedup_vs"]["compile"] is None
         assert relu["notes"] == before["notes"] + [failed]
         assert relu["meets_target"] == before["meets_target"]
+
+
+def test_failures_of_two_files_are_both_kept_until_a_figure_replaces_them(tmp_path: Path) -> None:
+    """Run 19 timed block-sparse's compile out; run 21 never reached it. Both notes stay, each naming its
+    file; a later figure removes them."""
+    suite = _suite(tmp_path, ("l1_relu",))
+    before = _rows(suite)["l1_relu"]
+    timeout = _baselines(
+        tmp_path, {"l1_relu": {"compile": _timing(None, error="timeout: 59 s")}}, name="a.json"
+    )
+    never = tmp_path / "b.json"  # TEST INPUT: baselines.py's entry for a task it had no time left for
+    data = json.loads(timeout.read_text())
+    data["tasks"] = [{"task": "l1_relu", "not_measured": "budget spent before this task"}]
+    never.write_text(json.dumps(data))
+    for path in (timeout, never, timeout):  # the same file twice: still one note of it
+        assert _run(suite, path) == 0
+    relu = _rows(suite)["l1_relu"]
+    assert relu["notes"] == before["notes"] + [
+        "compile: not measured: budget spent before this task (b.json)",
+        "compile: not measured: timeout: 59 s (a.json)",
+    ]
+    assert _run(suite, _baselines(tmp_path, {"l1_relu": {"compile": _timing(0.2)}}, name="c.json")) == 0
+    notes = _rows(suite)["l1_relu"]["notes"]
+    assert not [n for n in notes if n.startswith("compile: not measured")] and NOT_MEASURED not in notes
+    assert notes[-1].startswith("compile baseline from c.json")
 
 
 def test_baselines_of_another_device_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

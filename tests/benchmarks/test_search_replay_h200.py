@@ -33,5 +33,5 @@ def test_bad_arguments_are_refused_with_the_fix(tmp_path: Path, capsys: pytest.C
         search_replay.main(["--exhaustive-dir", str(tmp_path), "--out", str(tmp_path / "x")])
     assert "run benchmarks/exhaustive.py on a GPU first" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        search_replay.main(["--exhaustive-dir", str(EXHAUSTIVE), "--tasks", "l2_bmm", "--out", str(tmp_path / "x")])
+        search_replay.main(["--exhaustive-dir", str(EXHAUSTIVE), "--tasks", "l3_pipeline", "--out", str(tmp_path / "x")])
     assert "no exhaustive table" in capsys.readouterr().err
