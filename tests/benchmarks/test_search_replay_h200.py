@@ -18,12 +18,15 @@ EXHAUSTIVE = ROOT / "benchmarks" / "results" / "exhaustive"
 COMMITTED = ROOT / "benchmarks" / "results" / "h200" / "suite" / "search_replay.json"
 
 
-@pytest.mark.parametrize("task", ["l1_cross_entropy", "l1_transpose_cuda", "l1_gelu"])
+@pytest.mark.parametrize("task", ["l1_cross_entropy", "l1_transpose_cuda", "l1_gelu", "l2_matmul_irregular"])
 def test_replay_of_a_committed_table_matches_the_committed_replay(task: str) -> None:
     table = msgspec.json.decode((EXHAUSTIVE / f"{task}.json").read_bytes(), type=Table)
     got = search_replay.replay(task, table)
-    want = next(r for r in msgspec.json.decode(COMMITTED.read_bytes(), type=list[search_replay.Replay])
-                if r.task == task)
+    want = next(
+        r
+        for r in msgspec.json.decode(COMMITTED.read_bytes(), type=list[search_replay.Replay])
+        if r.task == task
+    )
     assert got == want
     assert got.converged and got.best_ms is not None and got.best_ms >= got.optimum_ms
 
@@ -33,5 +36,7 @@ def test_bad_arguments_are_refused_with_the_fix(tmp_path: Path, capsys: pytest.C
         search_replay.main(["--exhaustive-dir", str(tmp_path), "--out", str(tmp_path / "x")])
     assert "run benchmarks/exhaustive.py on a GPU first" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        search_replay.main(["--exhaustive-dir", str(EXHAUSTIVE), "--tasks", "l3_pipeline", "--out", str(tmp_path / "x")])
+        search_replay.main(
+            ["--exhaustive-dir", str(EXHAUSTIVE), "--tasks", "l3_pipeline", "--out", str(tmp_path / "x")]
+        )
     assert "no exhaustive table" in capsys.readouterr().err
