@@ -492,20 +492,27 @@ def _fmt(x: float | None, spec: str = ".3f") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def _span(values: list[float], spec: str) -> str:
+    """`lo-hi` of sorted values as formatted, or the one value when they format alike."""
+    lo, hi = format(values[0], spec), format(values[-1], spec)
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
 def markdown(report: Report) -> str:
     lines = ["# Kernel benchmark suite", ""]
     if report.dry_run:
         lines += [f"Dry run: static layers only; timings {NO_GPU}.", ""]
     roofs = [report.roofline] if report.roofline else []
     roofs += [r.roofline for r in report.rows if r.roofline]
-    said: list[str] = []
-    for r in roofs:
-        copy_tb = _fmt((r.get("copy_bytes_per_s") or 0) / 1e12, ".2f")
-        peak_tf = _fmt((r.get("bf16_flops_per_s") or 0) / 1e12, ".0f")
-        line = f"Roofline measured in a run: copy {copy_tb} TB/s, bf16 matmul {peak_tf} TFLOP/s."
-        if line not in said:
-            said.append(line)
-    lines += said + ([""] if said else [])
+    copy_tb = sorted({(r.get("copy_bytes_per_s") or 0) / 1e12 for r in roofs})
+    peak_tf = sorted({(r.get("bf16_flops_per_s") or 0) / 1e12 for r in roofs})
+    if roofs:
+        runs = "runs" if len(roofs) > 1 else "run"
+        said = (
+            f"Roofline measured in the {runs} of these rows (each row's fraction is against its own run's): "
+            f"copy {_span(copy_tb, '.2f')} TB/s, bf16 matmul {_span(peak_tf, '.0f')} TFLOP/s."
+        )
+        lines += [said, ""]
     header = (
         "| task | level | before ms | after ms | speedup [95 % CI] | roofline | vs eager | vs compile | "
         "vs sdpa/matmul | target | meets | correct | evals | to best s | GPU s | search |"
