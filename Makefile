@@ -6,7 +6,8 @@ PORT    ?= 4222
 STAMP   := $(VENV)/.installed
 
 .PHONY: install run demo down test test-gpu lint schemas bench-bus bench-tools bench-decomposer \
-        bench-telemetry bench-verifier bench-kernels bench-decomposer-ncu bench-search-replay wheels clean
+        bench-telemetry bench-verifier bench-kernels bench-decomposer-ncu bench-search-replay \
+        bench-search-eff wheels clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -66,6 +67,10 @@ bench-kernels: install
 bench-search-replay: install  # no GPU: the search replayed against the committed H200 exhaustive tables
 	$(BIN)/python benchmarks/search_replay.py --exhaustive-dir benchmarks/results/exhaustive \
 	    --out benchmarks/results/h200/suite/search_replay
+
+bench-search-eff: install  # no GPU: the suite's live search traces against the committed exhaustive tables
+	$(BIN)/python benchmarks/search_report.py --suite benchmarks/results/h200/suite/kernels.json \
+	    --exhaustive-dir benchmarks/results/exhaustive --out benchmarks/results/h200/suite/search_eff
 
 clean:
 	rm -rf $(VENV) .kpilot

@@ -18,7 +18,8 @@ Per task, two phases:
 Progress is saved after every chunk, so an interrupted run keeps what it measured: the per-task file says
 `complete: false` and a rerun resumes from it. `--dry-run` (CPU) only counts the configs.
 
-How long a sweep of the L1 tasks takes on the H200 with this scheme is not measured yet.
+On the H200 (runs 16-22) the nine L1 tables took 5.9 min of precompile and timing, the four Hopper-sized
+L2 tables 9.2 min (benchmarks/results/exhaustive/README.md).
 
     .venv/bin/python benchmarks/exhaustive.py --dry-run
     .venv/bin/python benchmarks/exhaustive.py --tasks l1_relu --budget-s 120

@@ -6,8 +6,9 @@ that count as a fraction of the legal space (the issue's target: within 20 % of 
 whether the table is complete. A trace config is the task's start config with the search's overrides, so
 it is keyed like the table's SPACE x CONFIG entries. Tasks without a table say why.
 
-    .venv/bin/python benchmarks/search_report.py --suite benchmarks/results/h200/kernels.json \
-        --exhaustive-dir benchmarks/results/h200/exhaustive --out benchmarks/results/h200/search_efficiency
+    make bench-search-eff   # = .venv/bin/python benchmarks/search_report.py \
+        --suite benchmarks/results/h200/suite/kernels.json --exhaustive-dir benchmarks/results/exhaustive \
+        --out benchmarks/results/h200/suite/search_eff
 """
 
 from __future__ import annotations

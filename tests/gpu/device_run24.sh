@@ -2,8 +2,8 @@
 # H200 run 24 (device tool), prepared for the next GPU window, not run yet: the last L2 exhaustive table,
 # l2_matmul_bias_gelu (340 configs). Run 23 precompiled 97 of them in 88.5 s and timed none, so this
 # needs ~310 s of precompile and ~60 s of timing. Resumable: a table cut short says complete: false and a
-# rerun continues it. Copy l2_matmul_bias_gelu.json to benchmarks/results/exhaustive/, then regenerate
-# search_eff (benchmarks/results/h200/suite/README.md gives the command) and update the READMEs and
+# rerun continues it. Copy l2_matmul_bias_gelu.json to benchmarks/results/exhaustive/, then run
+# `make bench-search-eff` and `make bench-search-replay` and update the READMEs and
 # tests/benchmarks/test_search_eff_h200.py (it expects this table missing).
 set -u
 source tests/gpu/device_setup.sh || exit 3
