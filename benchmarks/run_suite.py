@@ -493,7 +493,9 @@ def _fmt(x: float | None, spec: str = ".3f") -> str:
 
 
 def _span(values: list[float], spec: str) -> str:
-    """`lo-hi` of sorted values as formatted, or the one value when they format alike."""
+    """`lo-hi` of sorted values as formatted, the one value when they format alike, "-" for none."""
+    if not values:
+        return "-"
     lo, hi = format(values[0], spec), format(values[-1], spec)
     return lo if lo == hi else f"{lo}-{hi}"
 
@@ -504,8 +506,8 @@ def markdown(report: Report) -> str:
         lines += [f"Dry run: static layers only; timings {NO_GPU}.", ""]
     roofs = [report.roofline] if report.roofline else []
     roofs += [r.roofline for r in report.rows if r.roofline]
-    copy_tb = sorted({(r.get("copy_bytes_per_s") or 0) / 1e12 for r in roofs})
-    peak_tf = sorted({(r.get("bf16_flops_per_s") or 0) / 1e12 for r in roofs})
+    copy_tb = sorted({v / 1e12 for r in roofs if (v := r.get("copy_bytes_per_s"))})
+    peak_tf = sorted({v / 1e12 for r in roofs if (v := r.get("bf16_flops_per_s"))})
     if roofs:
         runs = "runs" if len(roofs) > 1 else "run"
         said = (

@@ -169,6 +169,23 @@ def test_append_keeps_earlier_rows_and_replaces_the_rerun_ones(tmp_path: Path) -
     assert "| l1_a | L1 |" in out_md.read_text()
 
 
+def test_the_markdown_gives_one_roofline_line_over_the_rows_runs() -> None:
+    a, b, c = _row("l1_a", "L1", 1.5), _row("l1_b", "L1", 1.2), _row("l1_c", "L1", 1.1)
+    a.roofline = {"copy_bytes_per_s": 4.22e12, "bf16_flops_per_s": 701e12}  # TEST INPUT, two runs' roofs
+    b.roofline = {"copy_bytes_per_s": 4.25e12, "bf16_flops_per_s": 729e12}
+    c.roofline = {"not_measured": "timeout"}  # a run whose roofline failed adds no figure
+    md = run_suite.markdown(run_suite.Report(dry_run=False, budget_s=None, rows=[a, b, c], command="x"))
+    lines = [line for line in md.splitlines() if line.startswith("Roofline")]
+    want = (
+        "Roofline measured in the runs of these rows (each row's fraction is against its own run's): "
+        "copy 4.22-4.25 TB/s, bf16 matmul 701-729 TFLOP/s."
+    )
+    assert lines == [want]
+    b.roofline = dict(a.roofline)
+    md = run_suite.markdown(run_suite.Report(dry_run=False, budget_s=None, rows=[a, b], command="x"))
+    assert "copy 4.22 TB/s, bf16 matmul 701 TFLOP/s." in md
+
+
 def test_settle_ships_the_start_config_when_the_best_is_slower_or_wrong() -> None:
     # TEST INPUT shaped like H200 run 4's l1_transpose_cuda row: the one searched config was 4.6x slower.
     row = _row("l1_t", "L1", None)
