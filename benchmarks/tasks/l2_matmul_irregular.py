@@ -10,8 +10,8 @@ then starts 16-byte aligned (Triton specializes the strides as divisible by 16),
 BLOCK_K and N' one of BLOCK_N the kernel loads whole tiles of B with no mask (a mask across the contiguous
 dimension that Triton cannot prove constant keeps loads at 2 bytes: the unpadded PTX has only
 ld.global.b16, the padded one cp.async of 16 bytes). The copies (~0.2 GB at this shape) are inside the timed
-call. Inductor's pad_mm pass pads such shapes too; its max-autotune build ran 7.6x faster than this
-task's best config of runs 4-18.
+call. Inductor has a pad_mm pass for such shapes (whether it padded here was not checked); its
+max-autotune build ran 7.6x faster than this task's best config of runs 4-18.
 """
 
 import torch
