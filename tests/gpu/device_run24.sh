@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# H200 run 24 (device tool), prepared for the next GPU window, not run yet: the last L2 exhaustive table,
+# H200 run 24 (device tool), run on 2026-12-01 (sixth session): the last L2 exhaustive table,
 # l2_matmul_bias_gelu (340 configs). Run 23 precompiled 97 of them in 88.5 s and timed none, so this
 # needs ~310 s of precompile and ~60 s of timing. Resumable: a table cut short says complete: false and a
 # rerun continues it. Copy l2_matmul_bias_gelu.json to benchmarks/results/exhaustive/, then run
