@@ -58,9 +58,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument(
+        "--task-timeout-s",
+        type=float,
+        default=TASK_TIMEOUT_S,
+        help=f"longest one task's baselines may run, seconds (default {TASK_TIMEOUT_S:.0f}); "
+        "never more than the --budget-s left",
+    )
+    ap.add_argument(
         "--names", help="comma-separated baselines to measure (e.g. compile); default: each task's all"
     )
     args = ap.parse_args(argv)
+    if not args.task_timeout_s > 0:
+        ap.error(f"--task-timeout-s {args.task_timeout_s}: must be a positive number of seconds, e.g. 300")
     try:
         metas = select(args.tasks)
     except SuiteError as e:
@@ -110,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"baselines {meta.name}: {', '.join(names)}", file=sys.stderr, flush=True)
         res = _run(
             BaselineJob(kind="task", task_path=meta.path, names=names, gpu=args.gpu, rep_ms=args.rep_ms),
-            min(TASK_TIMEOUT_S, max(30.0, end - time.monotonic())),
+            min(args.task_timeout_s, max(30.0, end - time.monotonic())),
         )
         if isinstance(res, str):
             report["tasks"].append({"task": meta.name, "not_measured": res, "baselines": {}})

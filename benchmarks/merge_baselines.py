@@ -8,7 +8,8 @@ torch.compile's first-call seconds). A baseline that failed in FILE is noted as 
 measured. Rows of tasks absent from FILE are left as they are; merging the same file again changes nothing.
 
     .venv/bin/python benchmarks/merge_baselines.py --suite benchmarks/results/h200/suite/kernels.json \\
-        --baselines benchmarks/results/h200/suite/baselines_run17.json [--names compile] [--out-md PATH]
+        --baselines benchmarks/results/h200/suite/baselines_run17.json [--names compile] [--tasks T,...] \\
+        [--out-md PATH]
 
 The JSON is rewritten in place (run_suite.write's formatting) and the Markdown regenerated next to it
 (same stem, .md) unless --out-md says where. Nothing is written when any check fails.
@@ -85,6 +86,20 @@ def load_baselines(path: Path) -> BaselinesFile:
             f"--baselines {path}: not a benchmarks/baselines.py output ({e}); "
             "pass the JSON that benchmarks/baselines.py --out wrote"
         ) from e
+
+
+def only_tasks(data: BaselinesFile, tasks: Sequence[str], source: str) -> BaselinesFile:
+    """FILE cut to `tasks` (--tasks), e.g. to take one level's figures from a file whose other entries only
+    say that its session never reached them. MergeError when a name is not in FILE."""
+    if not tasks:
+        raise MergeError("--tasks is empty; pass task names, e.g. --tasks l3_attention_d64")
+    in_file = [t.task for t in data.tasks]
+    if missing := [t for t in tasks if t not in in_file]:
+        raise MergeError(
+            f"--tasks {missing}: not in {source} (it has {', '.join(in_file) or 'no task'}); "
+            "pass only tasks the file measured or tried"
+        )
+    return msgspec.structs.replace(data, tasks=[t for t in data.tasks if t.task in tasks])
 
 
 def _one_line(text: str) -> str:
@@ -210,11 +225,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--baselines", type=Path, required=True, help="baselines.py's JSON of another session")
     ap.add_argument("--names", default="compile", help="comma-separated baselines to take (default compile)")
     ap.add_argument("--out-md", type=Path, default=None, help="the Markdown table (default: --suite's .md)")
+    ap.add_argument(
+        "--tasks", default=None, help="comma-separated tasks to take from FILE (default: every task in it)"
+    )
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.names.split(",") if n.strip()]
     try:
         report = load_suite(args.suite)
         data = load_baselines(args.baselines)
+        if args.tasks is not None:
+            data = only_tasks(
+                data, [t.strip() for t in args.tasks.split(",") if t.strip()], args.baselines.name
+            )
         report, said = merge(report, data, names, args.baselines.name)
     except MergeError as e:
         print(f"merge_baselines: error: {e}", file=sys.stderr)

@@ -50,3 +50,14 @@ def test_baselines_names_refuses_a_name_no_task_has(capsys) -> None:
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "--names ['sdpa']" in err and "known: ['compile', 'eager']" in err
+
+
+def test_baselines_task_timeout_must_be_positive(capsys) -> None:
+    import pytest
+
+    from benchmarks import baselines
+
+    with pytest.raises(SystemExit) as e:
+        baselines.main(["--tasks", "l1_relu", "--task-timeout-s", "0"])
+    assert e.value.code == 2
+    assert "--task-timeout-s 0.0: must be a positive number of seconds" in capsys.readouterr().err

@@ -206,3 +206,23 @@ def test_a_file_without_the_named_baselines_writes_nothing(
     assert _run(suite, _baselines(tmp_path, {"l1_relu": {"eager": _timing(0.13)}})) == 1
     assert "nothing merged" in capsys.readouterr().err
     assert suite.read_bytes() == kept
+
+
+def test_tasks_takes_only_the_named_tasks_and_refuses_one_not_in_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = _suite(tmp_path)
+    before = _rows(suite)
+    bl = _baselines(
+        tmp_path, {"l1_relu": {"compile": _timing(0.2)}, "l2_matmul_square": {"compile": _timing(1.5)}}
+    )
+    kept = suite.read_bytes()
+    assert _run(suite, bl, "--tasks", "l1_gelu") == 2
+    assert "--tasks ['l1_gelu']: not in baselines_later.json (it has l1_relu, l2_matmul_square)" in (
+        capsys.readouterr().err
+    )
+    assert suite.read_bytes() == kept
+    assert _run(suite, bl, "--tasks", "l2_matmul_square") == 0
+    rows = _rows(suite)
+    assert rows["l2_matmul_square"]["baselines_ms"]["compile"] == 1.5
+    assert rows["l1_relu"] == before["l1_relu"]  # in the file, but not asked for
