@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# H200 run 25 (device tool), prepared for the next GPU window, not run yet: torch.compile(max-autotune) of
+# H200 run 25 (device tool), run on 2026-12-01 (sixth session): torch.compile(max-autotune) of
 # the three L4 tasks, one baselines.py call each so that each gets its own ~180 s (run 19 gave
 # block-sparse 59 s and run 21 gave jagged 105 s; both timed out, MoE was never reached). Merge each file
 # with benchmarks/merge_baselines.py --suite benchmarks/results/h200/suite/kernels.json --baselines F.

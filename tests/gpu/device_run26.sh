@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# H200 run 26 (device tool), prepared for the next GPU window, not run yet: the five L3 rows searched past
+# H200 run 26 (device tool), run on 2026-12-01 (sixth session): the five L3 rows searched past
 # round 0 (runs 5-10 gave each ~30 s: round 0 only), appended to a copy of the committed kernels.json.
 # The four attention tasks have had the SPLIT_MASK switch since (written on CPU, never timed): the search
 # seeds both of its values.
