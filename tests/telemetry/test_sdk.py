@@ -83,7 +83,7 @@ def launch(k: Any, grid: tuple[int, ...], n: int = 4096) -> None:
 
 def test_hooks_record_name_grid_config_and_counts(compiled: Any, tel: LaunchTelemetry) -> None:
     # Grids as users write them: Triton hands (4,) to launch_metadata unchanged, so the H200 run of
-    # test_real_launches_on_gpu (tests/gpu/device_run1.sh) recorded [1024] for add_kernel[(1024,)].
+    # test_real_launches_on_gpu (benchmarks/runs/legacy/device_run1.sh) recorded [1024] for add_kernel[(1024,)].
     # 3-D, padded with 1s, is the one normal form: (4,), (4, 1) and (4, 1, 1) are the same launch.
     launch(compiled, (4,))
     launch(compiled, (4, 1))

@@ -1,4 +1,4 @@
-"""The real H200 outputs committed under tests/fixtures/h200/ (tests/gpu/device_run1.sh, see its README).
+"""The real H200 outputs committed under tests/fixtures/h200/ (benchmarks/runs/legacy/device_run1.sh, see its README).
 
 Every JSON record there decodes strictly into its record type (shared/tools/*.py; unknown fields are
 errors) and validates against that type's JSON Schema; the raw ncu CSV parses into the profile the

@@ -2,7 +2,7 @@
 
 tests/fixtures/sanitizer/sanitizer_memcheck_wild_read.txt is memcheck on tests/fixtures/tasks/add_wild_read.py,
 saved by tests/toolrunner/test_gpu_tools.py::test_sanitize_finds_the_wild_read with KPILOT_FIXTURE_OUT
-(tests/gpu/device_run1.sh, H200, compute-sanitizer of CUDA 13.0).
+(benchmarks/runs/legacy/device_run1.sh, H200, compute-sanitizer of CUDA 13.0).
 """
 
 from __future__ import annotations

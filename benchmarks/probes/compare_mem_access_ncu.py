@@ -7,19 +7,19 @@ without cp.async / TMA the four totals must be equal; for the others (--all) the
 
 Run on the H200 from the repository root (needs ncu on the PATH); budget < 60 s:
 
-    .venv/bin/python -m pytest tests/gpu/compare_mem_access_ncu.py -m gpu -q -s
-    .venv/bin/python tests/gpu/compare_mem_access_ncu.py [--all]   # the table only
+    .venv/bin/python -m pytest benchmarks/probes/compare_mem_access_ncu.py -m gpu -q -s
+    .venv/bin/python benchmarks/probes/compare_mem_access_ncu.py [--all]   # the table only
 
 With KPILOT_FIXTURE_OUT=<dir> set, the rows are also written to <dir>/mem_access_vs_ncu.json and ncu's raw
 CSV to <dir>/mem_access_vs_ncu_raw.csv.
 
 Why it is built this way: the first version called the ncu_profile tool once per case and hung past the
-100 s limit of H200 run 1 (tests/gpu/device_run1.sh, mem_access_ncu.log empty). Per case that was a
+100 s limit of H200 run 1 (benchmarks/runs/legacy/device_run1.sh, mem_access_ncu.log empty). Per case that was a
 sandboxed worker, `ncu --version`, `ncu --query-metrics`, then ncu starting Python, importing torch and
 JIT-compiling under the profiler, collecting the ~40-pass state-dimension metric set; with the request's
 600 s default timeout, and the table printed only at the very end, nothing showed where it stood. Now:
 the mem_access runs go in parallel (each ~10 s of imports + compile + interpreter on a 2-core machine),
-and ONE ncu process profiles every case (`tests/gpu/ncu_launch_cases.py`: warm-up launch outside the
+and ONE ncu process profiles every case (`benchmarks/probes/ncu_launch_cases.py`: warm-up launch outside the
 profiler range, one launch inside it), with `-k regex:^(<kernels>)$`, `-c <launches>`, only the 4
 counters (one replay pass) and a hard timeout; progress goes to stderr as each step ends.
 """
@@ -145,7 +145,7 @@ def ncu_counters(rows: list[Row], t0: float) -> str:
             ncu, "--clock-control", "none", "--profile-from-start", "off",
             "-k", f"regex:^({'|'.join(re.escape(k) for k in kernels)})$", "-c", str(len(todo)),
             "--metrics", ",".join(METRICS), "-f", "-o", str(report),
-            sys.executable, str(ROOT / "tests" / "gpu" / "ncu_launch_cases.py"), str(cases_json),
+            sys.executable, str(ROOT / "benchmarks" / "probes" / "ncu_launch_cases.py"), str(cases_json),
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         try:

@@ -6,7 +6,7 @@
 #  2. with the seconds left, torch.compile(max-autotune) of the three L4 tasks (run 19 reached none:
 #     block-sparse timed out after 59 s); merge with benchmarks/merge_baselines.py.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"
 cp benchmarks/results/exhaustive/l2_*.json "$R/" 2>/dev/null
 T0=$SECONDS

@@ -3,7 +3,7 @@
 # example workload in its untuned configs under the launch SDK, real NVML samples -> detectors -> planner
 # -> funnel on the GPU -> critic), then bench_verifier with what is left. Outputs under $OUT.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 t0=$(date +%s)
 timeout 185 python3 -m pytest tests/verifier/test_cheats.py -m gpu -q -rfE -p no:cacheprovider --durations=0 \
     > "$OUT/verifier_gpu.log" 2>&1; echo "verifier gpu tests rc=$? in $(( $(date +%s) - t0 )) s"

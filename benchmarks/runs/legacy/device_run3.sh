@@ -2,7 +2,7 @@
 # H200 run 3 (device tool): the closed loop on the matmul example after the micro-timing fix (CUDA-graph
 # replay for the micro stability check), then the bench noise benchmark again. Outputs under $OUT.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 K="python3 -m services.kpilot"
 S=/tmp/kpstate
 $K up --detach --port 4222 --state-dir $S --timeout 180 > "$OUT/up.log" 2>&1 || { cat "$OUT/up.log"; exit 4; }

@@ -5,7 +5,7 @@
 # pipeline costs ~1 minute, not ten. torch.compile(max-autotune) is left out (minutes per GEMM task).
 # Outputs under $OUT/results: kernels.json/.md (rows appended task by task), baselines_*.json, logs.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"
 S="python3 benchmarks/run_suite.py --skip-compile --out-json $R/kernels.json --out-md $R/kernels.md"
 t0=$(date +%s)

@@ -4,7 +4,7 @@
 # block-sparse 59 s and run 21 gave jagged 105 s; both timed out, MoE was never reached). Merge each file
 # with benchmarks/merge_baselines.py --suite benchmarks/results/h200/suite/kernels.json --baselines F.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"
 for t in l4_moe_grouped_gemm l4_block_sparse_attention l4_jagged_attention; do
   timeout 185 python3 benchmarks/baselines.py --names compile --budget-s 170 --tasks "$t" \

@@ -5,7 +5,7 @@
 #  2. the six suite rows run 8 did not reach (attention d64 and causal, the pipeline, the three L4 tasks),
 #     appended to a copy of benchmarks/results/h200/suite/kernels.json.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"; cp benchmarks/results/h200/suite/kernels.json "$R/kernels.json"
 timeout 200 python3 benchmarks/bench_decomposer_ncu.py --out "$R/bench_decomposer_ncu.json" --budget-s 150 \
     --batch-timeout-s 90 > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?"; grep -E "^batch|^static|^measured" "$OUT/ncu.log"

@@ -1,6 +1,6 @@
 """H200 probe (device tool, run 7): the micro layer's timing figure on honest configs, plain CV and the
 p20-p80 robust CV side by side, for the candidates run 6 quarantined (vector_add BLOCK 1024, matmul v2).
-Prints one JSON line per measurement; `python3 tests/gpu/micro_cv_probe.py > $OUT/micro_cv.jsonl`."""
+Prints one JSON line per measurement; `python3 benchmarks/probes/micro_cv_probe.py > $OUT/micro_cv.jsonl`."""
 
 from __future__ import annotations
 

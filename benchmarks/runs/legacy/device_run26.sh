@@ -6,7 +6,7 @@
 # Merge the compile column afterwards: baselines_run17.json and baselines_run18.json (attention d64 and
 # d128, causal d64), baselines_run19.json (causal d128, the pipeline).
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"; cp benchmarks/results/h200/suite/kernels.json "$R/kernels.json"
 timeout 585 python3 benchmarks/run_suite.py --append --skip-compile --budget-s 545 \
     --tasks l3_attention_d64,l3_attention_d64_causal,l3_attention_d128,l3_attention_d128_causal,l3_pipeline \

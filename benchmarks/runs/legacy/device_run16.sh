@@ -5,7 +5,7 @@
 # host's cores into one shared Triton cache outside $OUT). Small spaces first; col_reduce (606) last.
 # Copy results/exhaustive.tgz's files to benchmarks/results/exhaustive/, kernels.* to the suite folder.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"; cp benchmarks/results/h200/suite/kernels.json "$R/kernels.json"
 timeout 200 python3 benchmarks/run_suite.py --append --skip-compile --tasks l1_col_reduce,l1_cross_entropy \
     --budget-s 150 --baselines "$R/baselines_run16.json" --out-json "$R/kernels.json" --out-md "$R/kernels.md" \

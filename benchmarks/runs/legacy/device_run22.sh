@@ -4,7 +4,7 @@
 # specializes them alike and square's precompile finds tall-skinny's binaries in the shared cache.
 # l2_matmul_bias_gelu does not fit (run 21 reached bmm and irregular; tall-skinny's budget ran out there).
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"
 cp benchmarks/results/exhaustive/l2_*.json "$R/" 2>/dev/null
 timeout 265 python3 benchmarks/exhaustive.py --budget-s 225 --out-dir "$R" --triton-cache /tmp/kp-triton \

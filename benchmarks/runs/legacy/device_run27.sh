@@ -5,7 +5,7 @@
 # shapes. Here it timed out again, after 430 s. Merge the file with
 # benchmarks/merge_baselines.py --suite benchmarks/results/h200/suite/kernels.json --baselines F.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"
 timeout 455 python3 benchmarks/baselines.py --names compile --budget-s 440 --task-timeout-s 430 \
     --tasks l4_jagged_attention \

@@ -4,7 +4,7 @@
 #  2. bench_verifier with what is left of a 240 s share (false-reject rate of honest candidates);
 # Outputs under $OUT (verifier_gpu.log, bench_verifier.json, fx.tgz with every verdict).
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 t0=$(date +%s)
 timeout 300 python3 -m pytest tests/verifier/test_cheats.py -m gpu -q -rfE -p no:cacheprovider --durations=0 \
     > "$OUT/verifier_gpu.log" 2>&1; echo "verifier gpu tests rc=$? in $(( $(date +%s) - t0 )) s"

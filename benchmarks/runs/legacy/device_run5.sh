@@ -4,7 +4,7 @@
 # (benchmarks/bench_decomposer_ncu.py: CUDA C++ cases first, then the clean Triton kernels, then the rest,
 # until its budget is spent). Outputs under $OUT/results.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"; cp benchmarks/results/h200/suite/kernels.json "$R/kernels.json"
 t0=$(date +%s)
 L34=l3_attention_d64,l3_attention_d64_causal,l3_attention_d128,l3_attention_d128_causal,l3_pipeline

@@ -9,7 +9,7 @@
 #  3. tests/benchmarks/test_precompile.py (gpu-marked: 8 configs precompiled, then timed from the cache).
 # At most 8 files come back: the logs are joined into one, the suite's own baselines file is left out.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"; cp benchmarks/results/h200/suite/kernels.json "$R/kernels.json"
 timeout 200 python3 benchmarks/baselines.py --names compile --budget-s 170 --out "$R/baselines_run19.json" \
     --tasks l3_attention_d128_causal,l3_pipeline,l4_block_sparse_attention,l4_jagged_attention,l4_moe_grouped_gemm \

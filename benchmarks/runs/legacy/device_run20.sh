@@ -5,7 +5,7 @@
 # Eager and torch.matmul are measured in the run with the roofline; the compile column is merged afterwards
 # from runs 17-18 (same shapes: compile times the reference, not the task's config).
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"; cp benchmarks/results/h200/suite/kernels.json "$R/kernels.json"
 timeout 585 python3 benchmarks/run_suite.py --append --skip-compile --budget-s 545 \
     --tasks l2_matmul_irregular,l2_bmm,l2_matmul_square,l2_matmul_tall_skinny,l2_matmul_bias_gelu \

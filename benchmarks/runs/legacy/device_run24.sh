@@ -6,7 +6,7 @@
 # `make bench-search-eff` and `make bench-search-replay` and update the READMEs and
 # tests/benchmarks/test_search_eff_h200.py (it expects this table missing).
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"
 cp benchmarks/results/exhaustive/l2_matmul_bias_gelu.json "$R/" 2>/dev/null
 timeout 585 python3 benchmarks/exhaustive.py --budget-s 540 --out-dir "$R" --triton-cache /tmp/kp-triton \

@@ -1,6 +1,6 @@
 """The program compare_mem_access_ncu.py runs under ncu: launch several tasks' kernels in one process.
 
-    python tests/gpu/ncu_launch_cases.py <cases.json>   # [{"task_path", "shape", "config"}, ...]
+    python benchmarks/probes/ncu_launch_cases.py <cases.json>   # [{"task_path", "shape", "config"}, ...]
 
 Like services/toolrunner/workers/launch_task.py, but for every case in turn: one warm-up launch (it
 compiles) outside the profiler range, then one launch between cudaProfilerStart/Stop, so
@@ -16,7 +16,7 @@ import time
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python tests/gpu/ncu_launch_cases.py <cases.json>", file=sys.stderr)
+        print("usage: python benchmarks/probes/ncu_launch_cases.py <cases.json>", file=sys.stderr)
         return 2
     with open(argv[1]) as fh:
         cases = json.load(fh)

@@ -4,7 +4,7 @@
 # its inputs marked static (run 14's figures include max-autotune's per-call input copy) and with the
 # sandbox keeping workers that logged a handled OOM (run 14 lost the five GEMMs that way).
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"; cp benchmarks/results/exhaustive/l1_col_reduce.json "$R/"
 timeout 150 python3 benchmarks/exhaustive.py --budget-s 120 --out-dir "$R" --triton-cache /tmp/kp-triton \
     --tasks l1_col_reduce > "$OUT/exhaustive.log" 2>&1; echo "exhaustive rc=$?"; tail -2 "$OUT/exhaustive.log"

@@ -4,7 +4,7 @@
 # example tasks; the verifier times candidates with bench_ab on the GPU; the critic publishes patches.
 # Then the verifier's gpu-marked cheat tests. Outputs under $OUT (JSON lines of every patch and verdict).
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 K="python3 -m services.kpilot"
 S=/tmp/kpstate
 $K up --detach --port 4222 --state-dir $S --timeout 180 > "$OUT/up.log" 2>&1 || { cat "$OUT/up.log"; exit 4; }

@@ -3,8 +3,8 @@
 # L1/L2 tasks whose budget share ended before round 0, transpose_cuda with the new round-0 steps, attention
 # d64 with the correctness fallback, the three L4 tasks), appended to benchmarks/results/h200/suite/.
 set -u
-B=${1:-540}  # wall-clock budget of the suite run in seconds (bash tests/gpu/device_run8.sh 400)
-source tests/gpu/device_setup.sh || exit 3
+B=${1:-540}  # wall-clock budget of the suite run in seconds (bash benchmarks/runs/legacy/device_run8.sh 400)
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"; cp benchmarks/results/h200/suite/kernels.json "$R/kernels.json"
 T=l1_relu,l1_gelu,l1_col_reduce,l1_rms_norm,l1_cross_entropy,l1_transpose_cuda,l2_bmm,l2_matmul_irregular
 T=$T,l2_matmul_bias_gelu,l3_attention_d64,l3_attention_d64_causal,l3_pipeline,l4_jagged_attention

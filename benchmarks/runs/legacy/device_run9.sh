@@ -3,7 +3,7 @@
 # evidence, batched (one launcher process and one ncu run per batch of cases). A 3-case smoke batch checks
 # the cudaProfilerStart/Stop ranges split as expected before the whole corpus runs.
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"
 timeout 150 python3 benchmarks/bench_decomposer_ncu.py --out "$R/ncu_smoke.json" --case clean_add --case tiny_add \
     --case cuda_clean_saxpy --batch-size 4 --budget-s 120 > "$OUT/ncu_smoke.log" 2>&1; echo "smoke rc=$?"

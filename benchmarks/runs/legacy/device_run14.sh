@@ -5,7 +5,7 @@
 # copy and its GEMMs were lost to the sandbox's OOM reading (suite README, run 14); runs 17-18 redid them.
 # Tasks run in suite order until --budget-s is spent; the rest say "budget spent before this task".
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/legacy/device_setup.sh || exit 3
 R=$OUT/results; mkdir -p "$R"
 timeout 570 python3 benchmarks/baselines.py --budget-s 520 --out "$R/baselines_run14.json" \
     > "$OUT/baselines.log" 2>&1; echo "baselines rc=$?"; tail -3 "$OUT/baselines.log"
