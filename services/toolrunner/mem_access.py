@@ -5,7 +5,7 @@ Two sandboxed workers (workers/mem_access.py): one compiles each launch for cuda
 widths), the other replays the launch in Triton's interpreter and counts, per warp-level request, the
 32 B sectors the active lanes touch (coalescing.py). The numbers are those ncu reports as
 l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st} / l1tex__t_requests_..., modelled from addresses and
-layouts; tests/gpu/compare_mem_access_ncu.py checks them against ncu on the H200.
+layouts; benchmarks/probes/compare_mem_access_ncu.py checks them against ncu on the H200.
 """
 
 from __future__ import annotations
