@@ -104,12 +104,12 @@ def _system_binds() -> list[str]:
 
 def _try(bwrap: str, mode: Mode) -> str:
     """'' when bwrap sets up every namespace in `mode` here, else its error."""
-    argv = [bwrap, *_namespaces(mode == "userns"), *_system_binds(), "--proc", "/proc", "--dev", "/dev",
-            "--tmpfs", "/tmp", "--", "/bin/sh", "-c", "exit 0"]
+    trial = Confinement(mode=mode, bwrap=bwrap, layers=[])
+    argv_ = argv(trial, Plan(ro=[], rw=[], chdir="/", gpu=False), ["/bin/sh", "-c", "exit 0"], drop=False)
     kw = {} if mode != "userns" or os.geteuid() != 0 else {"user": SANDBOX_UID, "group": SANDBOX_GID,
                                                              "extra_groups": []}
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False, **kw)  # type: ignore[arg-type]
+        p = subprocess.run(argv_, capture_output=True, text=True, timeout=30, check=False, **kw)  # type: ignore[arg-type]
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{type(e).__name__}: {e}"
     return "" if p.returncode == 0 else (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
@@ -188,8 +188,8 @@ def _parents(dests: list[str]) -> list[str]:
     return sorted(out, key=lambda p: (p.count("/"), p))
 
 
-def argv(conf: Confinement, plan: Plan, command: list[str]) -> list[str]:
-    """The bwrap command line that runs `command` confined by `plan`."""
+def argv(conf: Confinement, plan: Plan, command: list[str], *, drop: bool = True) -> list[str]:
+    """The bwrap command line that runs `command` confined by `plan` (`drop`: through `_DROP`)."""
     assert conf.bwrap is not None and conf.mode in ("root_drop", "userns")
     bwrap = conf.bwrap.split(" (")[0]
     binds = _system_binds()
@@ -210,6 +210,6 @@ def argv(conf: Confinement, plan: Plan, command: list[str]) -> list[str]:
            "--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
            "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm", *dirs, *binds,
            "--chdir", plan.chdir, "--"]
-    if conf.mode == "root_drop":
+    if conf.mode == "root_drop" and drop:
         out += [sys.executable, "-I", "-S", "-c", _DROP, str(SANDBOX_UID), str(SANDBOX_GID)]
     return out + command
