@@ -30,6 +30,8 @@ from typing import Literal
 
 import msgspec
 
+from services.toolrunner import seccomp
+
 SANDBOX_UID = SANDBOX_GID = 65534  # "nobody" on Debian/Ubuntu/Fedora
 # The env var of the documented opt-out; any other value (or none) means "confine or refuse".
 OPT_OUT_VAR, OPT_OUT_VALUE = "KPILOT_SANDBOX", "unconfined"
@@ -105,18 +107,36 @@ def _system_binds() -> list[str]:
 def _try(bwrap: str, mode: Mode) -> str:
     """'' when bwrap sets up every namespace in `mode` here, else its error."""
     trial = Confinement(mode=mode, bwrap=bwrap, layers=[])
-    argv_ = argv(trial, Plan(ro=[], rw=[], chdir="/", gpu=False), ["/bin/sh", "-c", "exit 0"], drop=False)
     kw = {} if mode != "userns" or os.geteuid() != 0 else {"user": SANDBOX_UID, "group": SANDBOX_GID,
                                                              "extra_groups": []}
+    fd = seccomp_fd()
     try:
-        p = subprocess.run(argv_, capture_output=True, text=True, timeout=30, check=False, **kw)  # type: ignore[arg-type]
+        argv_ = argv(trial, Plan(ro=[], rw=[], chdir="/", gpu=False, seccomp_fd=fd),
+                     ["/bin/sh", "-c", "exit 0"], drop=False)
+        p = subprocess.run(argv_, capture_output=True, text=True, timeout=30, check=False,  # type: ignore[call-overload]
+                           pass_fds=() if fd is None else (fd,), **kw)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{type(e).__name__}: {e}"
+    finally:
+        if fd is not None:
+            os.close(fd)
     return "" if p.returncode == 0 else (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+
+
+def seccomp_fd() -> int | None:
+    """A fresh read-only fd holding the seccomp filter (bwrap reads it to EOF), or None where none is built."""
+    prog = seccomp.program()
+    if prog is None:
+        return None
+    fd = os.memfd_create("kpilot-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, prog)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def layers_for(mode: Mode, reason: str = "") -> list[Layer]:
     confined = mode in ("root_drop", "userns")
+    filtered = seccomp.program() is not None
     why = f"not confined: {reason}" if reason else "not confined"
     outside = SANDBOX_UID if os.geteuid() == 0 else os.geteuid()
     user = (f"uid/gid {SANDBOX_UID} after namespace set-up (setresuid from root: no capabilities, "
@@ -134,11 +154,13 @@ def layers_for(mode: Mode, reason: str = "") -> list[Layer]:
         Layer(name="uts", active=confined, detail="uts namespace" if confined else why),
         Layer(name="devices", active=confined, detail="minimal /dev; /dev/nvidia* for GPU workers only"
               if confined else why),
-        Layer(name="nested_userns", active=mode == "userns",
-              detail="--disable-userns" if mode == "userns" else
-              "not blocked: the worker may create a user namespace of its own (no seccomp filter)"
-              if mode == "root_drop" else why),
-        Layer(name="seccomp", active=False, detail="no seccomp filter installed (not built)"),
+        Layer(name="nested_userns", active=confined and (mode == "userns" or filtered),
+              detail="--disable-userns and seccomp" if mode == "userns" else
+              "seccomp: clone(CLONE_NEW*), unshare and setns refused" if confined and filtered else
+              "not blocked: no seccomp filter for this architecture" if confined else why),
+        Layer(name="seccomp", active=confined and filtered, detail=f"{len(seccomp.DENIED)} syscalls and "
+              "namespace clone flags refused (services/toolrunner/seccomp.py)" if confined and filtered
+              else "no filter for this architecture (x86_64 only)" if confined else why),
         Layer(name="rlimits", active=True, detail="RLIMIT_AS, NPROC, FSIZE, NOFILE, CORE=0, CPU"),
         Layer(name="env", active=True, detail="allowlisted variables only"),
     ]
@@ -173,6 +195,7 @@ class Plan(msgspec.Struct, kw_only=True):
     rw: list[str]
     chdir: str
     gpu: bool
+    seccomp_fd: int | None = None  # an fd holding seccomp.program(), passed to bwrap
 
 
 def _parents(dests: list[str]) -> list[str]:
@@ -206,7 +229,8 @@ def argv(conf: Confinement, plan: Plan, command: list[str], *, drop: bool = True
         binds += ["--bind", d, d]
     dests = [binds[i + 2] for i, a in enumerate(binds) if a.endswith(("bind", "bind-try"))]
     dirs = [x for p in _parents(dests) for x in ("--perms", "0755", "--dir", p)]
-    out = [bwrap, *_namespaces(conf.mode == "userns"), "--proc", "/proc", "--dev", "/dev",
+    seccomp = ["--seccomp", str(plan.seccomp_fd)] if plan.seccomp_fd is not None else []
+    out = [bwrap, *_namespaces(conf.mode == "userns"), *seccomp, "--proc", "/proc", "--dev", "/dev",
            "--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
            "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm", *dirs, *binds,
            "--chdir", plan.chdir, "--"]

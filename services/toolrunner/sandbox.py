@@ -216,7 +216,8 @@ def _plan(conf: Confinement, module: str, request: bytes, limits: Limits, scratc
         ro.append((src, path))
     if cwd is not None:
         ro.append((str(cwd), str(cwd)))
-    return Plan(ro=ro, rw=[str(scratch), *writable], chdir=str(cwd or scratch), gpu=limits.gpu is not None)
+    return Plan(ro=ro, rw=[str(scratch), *writable], chdir=str(cwd or scratch), gpu=limits.gpu is not None,
+                seccomp_fd=confinement.seccomp_fd())
 
 
 def run_worker(module: str, request: bytes, limits: Limits = DEFAULT_LIMITS, *, cwd: Path | None = None,
@@ -254,6 +255,7 @@ def run_worker(module: str, request: bytes, limits: Limits = DEFAULT_LIMITS, *, 
             rw.append(_own_dir(value))
     as_root = os.geteuid() == 0
     command = [sys.executable, "-m", module]
+    plan = None
     if confined:
         plan = _plan(conf, module, request, limits, scratch, staging, cwd, rw)
         if as_root:
@@ -278,16 +280,20 @@ def run_worker(module: str, request: bytes, limits: Limits = DEFAULT_LIMITS, *, 
     # A non-root userns fallback of a root runner starts bwrap itself as the sandbox user.
     user = {"user": SANDBOX_UID, "group": SANDBOX_GID, "extra_groups": []} \
         if confined and conf.mode == "userns" and as_root else {}
+    fds = (plan.seccomp_fd,) if plan is not None and plan.seccomp_fd is not None else ()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=cwd or scratch, env=env, preexec_fn=_limit,  # noqa: PLW1509 - rlimits must be set in the child
-                                **user)  # type: ignore[arg-type]
+                                pass_fds=fds, **user)  # type: ignore[arg-type]
     except OSError as e:
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(staging, ignore_errors=True)
         return SandboxOutcome(status="unavailable", returncode=None, duration_s=0.0, confinement=conf,
                               stderr_tail=f"sandbox could not start: {e}")
+    finally:
+        for fd in fds:
+            os.close(fd)
     try:
         out, err = proc.communicate(request, timeout=limits.timeout_s)
         timed_out = False

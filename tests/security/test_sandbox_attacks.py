@@ -173,3 +173,12 @@ def test_the_documented_opt_out_runs_unconfined_and_says_which_layers_are_missin
     got = _without_bwrap({"KPILOT_SANDBOX": "unconfined"})
     assert got["status"] == "ok" and got["mode"] == "unconfined", got
     assert {a.split(":")[0] for a in got["absent"]} >= {"user", "mount", "network", "pid"}
+
+
+def test_the_syscalls_an_escape_starts_with_are_refused_and_plain_fork_works() -> None:
+    assert "seccomp" in {la.name for la in confinement.probe().layers if la.active}
+    got = _run("syscalls", {})
+    for call in ("unshare_user", "unshare_mount", "ptrace_traceme", "keyctl", "mount_tmpfs"):
+        assert got[call]["ok"] is False, (call, got)
+    assert got["unshare_user"]["errno"] == "Operation not permitted"
+    assert got["fork_status"] == 7
