@@ -70,7 +70,7 @@ def check_file(path: str, *, field: str = "task_path", roots: TaskRoots | None =
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device, fifo or socket"
         raise PathRefused(f"{field}: {path} is {kind}, not a regular file; pass the path of {what}")
     if not real.endswith(suffix):
-        raise PathRefused(f"{field}: {Path(real).name} is not {what}")
+        raise PathRefused(f"{field}: {Path(real).name} is not a {suffix} file (pass the path of {what})")
     limit = MAX_FILE_BYTES[suffix]
     if st.st_size > limit:
         raise PathRefused(f"{field}: {path} is {st.st_size} bytes, over the {limit}-byte limit for {what}")
