@@ -233,6 +233,7 @@ def run_worker(module: str, request: bytes, limits: Limits = DEFAULT_LIMITS, *, 
             f"namespaces; to run workers unconfined anyway (unsafe), set "
             f"{confinement.OPT_OUT_VAR}={confinement.OPT_OUT_VALUE}")
     confined = conf.mode in ("root_drop", "userns")
+    rw = [_own_dir(d) for d in writable]  # before anything is made: a bad dir is the caller's bug
     scratch = Path(tempfile.mkdtemp(prefix="kpilot-sbx-"))
     staging = Path(tempfile.mkdtemp(prefix="kpilot-sbx-ro-"))
     result_path = scratch / "result.json"
@@ -247,7 +248,6 @@ def run_worker(module: str, request: bytes, limits: Limits = DEFAULT_LIMITS, *, 
     # The project root must be importable so workers can import shared/ and services/.
     root = str(repo_root())
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    rw = [_own_dir(d) for d in writable]
     for key in _SHARED_DIR_ENV:
         value = dict(limits.env).get(key)
         if value and os.path.isabs(value) and not _under(value, [str(scratch)]):

@@ -197,3 +197,20 @@ def test_background_processes_left_by_a_clean_exit_are_killed() -> None:
         thread.join(timeout=60)
     assert box[0].status == "ok", box[0].stderr_tail
     assert still_alive_after(fds, timeout_s=10) == 0, "a process the worker left behind outlived it"
+
+
+def test_a_cache_dir_shared_through_limits_env_is_writable_and_outlives_the_worker(tmp_path: Path) -> None:
+    # benchmarks/exhaustive.py shares one Triton cache between a sweep's workers via Limits.env.
+    cache = tmp_path / "triton-cache"
+    out = run_worker(W + "cache_write", b"{}", Limits(timeout_s=30, env=(("TRITON_CACHE_DIR", str(cache)),)))
+    assert out.status == "ok", out.stderr_tail
+    entry = Path(json.loads(out.result or b"{}")["entry"])
+    assert entry.is_relative_to(cache) and entry.read_bytes() == b"cubin bytes"
+    again = run_worker(W + "cache_write", b"{}", Limits(timeout_s=30, env=(("TRITON_CACHE_DIR", str(cache)),)))
+    assert again.status == "ok", again.stderr_tail  # a second worker finds and rewrites the entry
+
+
+def test_a_system_dir_is_never_handed_to_the_sandbox_as_writable() -> None:
+    for bad in ("/", "/etc", str(Path(__file__).resolve().parents[2])):
+        with pytest.raises(ValueError, match="fresh directory of your own"):
+            run_worker(W + "env_probe", b"{}", Limits(timeout_s=30), writable=(bad,))
