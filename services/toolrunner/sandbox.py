@@ -122,21 +122,27 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+def _is_path_key(key: object) -> bool:
+    return isinstance(key, str) and (key in ("path", "paths") or key.endswith(("_path", "_paths")))
+
+
 def _paths_in(request: bytes) -> list[str]:
-    """Absolute paths of existing regular files named anywhere in a JSON request."""
+    """Absolute paths of existing regular files a JSON request names under a path key ("path",
+    "task_path", "cubin_path", "task_paths", ...). Only there: a string elsewhere (a config value a
+    candidate chose, say "/root/.kpilot/users.json") is never made visible."""
     try:
         doc = msgspec.json.decode(request)
     except msgspec.DecodeError:
         return []
     found: list[str] = []
-    stack = [doc]
+    stack: list[tuple[object, bool]] = [(doc, False)]
     while stack:
-        x = stack.pop()
+        x, is_path = stack.pop()
         if isinstance(x, dict):
-            stack.extend(x.values())
+            stack.extend((v, _is_path_key(k)) for k, v in x.items())
         elif isinstance(x, list):
-            stack.extend(x)
-        elif isinstance(x, str) and x.startswith("/") and len(x) < 4096 and "\0" not in x:
+            stack.extend((v, is_path) for v in x)
+        elif is_path and isinstance(x, str) and x.startswith("/") and len(x) < 4096 and "\0" not in x:
             try:
                 if os.path.isfile(x):
                     found.append(x)

@@ -182,3 +182,13 @@ def test_the_syscalls_an_escape_starts_with_are_refused_and_plain_fork_works() -
         assert got[call]["ok"] is False, (call, got)
     assert got["unshare_user"]["errno"] == "Operation not permitted"
     assert got["fork_status"] == 7
+
+
+def test_only_path_fields_of_a_request_are_made_visible(tmp_path: Path) -> None:
+    # A candidate chooses its config values: naming a secret there must not bind it into its sandbox.
+    secret = tmp_path / "users.json"
+    secret.write_text('{"critic": "password"}')
+    got = _run("read_files", {"config": {"BLOCK": str(secret)}, "targets": [f"file:{secret}"]})
+    assert got[str(secret)]["read"] is False, got
+    shown = _run("read_files", {"task_path": str(secret), "targets": [f"file:{secret}"]})
+    assert shown[str(secret)]["read"] is True  # control: a path field is what binds a file
