@@ -20,6 +20,7 @@ import os
 import resource
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -254,6 +255,10 @@ def run_worker(module: str, request: bytes, limits: Limits = DEFAULT_LIMITS, *, 
     # The project root must be importable so workers can import shared/ and services/.
     root = str(repo_root())
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # HOME is the scratch dir, so Python would not find a user site (~/.local) the runner imports from.
+    user_site = site.getusersitepackages()
+    if confined and user_site in sys.path:
+        env["PYTHONPATH"] += os.pathsep + user_site
     for key in _SHARED_DIR_ENV:
         value = dict(limits.env).get(key)
         if value and os.path.isabs(value) and not _under(value, [str(scratch)]):
