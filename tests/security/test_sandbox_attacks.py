@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from services.toolrunner import confinement
-from services.toolrunner.sandbox import Limits, SandboxOutcome, repo_root, run_worker
+from services.toolrunner.sandbox import Limits, SandboxOutcome, _python_dirs, repo_root, run_worker
 from shared.natsserver import EmbeddedServer
 from tests.security.procs import still_alive_after, wait_for
 
@@ -51,7 +51,8 @@ def test_the_worker_is_an_unprivileged_user_alone_in_its_own_view() -> None:
     assert (got["uid"], got["euid"], got["gid"]) == (65534, 65534, 65534)
     assert int(got["cap_eff"], 16) == 0 and got["no_new_privs"] == "1"
     # Only the code packages of the checkout: no .kpilot/ state, .git, README, examples, benchmarks.
-    assert set(got["repo_entries"]) <= {"shared", "services", "tests"}, got["repo_entries"]
+    venv = {Path(d).relative_to(ROOT).parts[0] for d in _python_dirs(ROOT) if Path(d).is_relative_to(ROOT)}
+    assert set(got["repo_entries"]) <= {"shared", "services", "tests"} | venv, got["repo_entries"]
     # Of the host's top level only what holds the system, the Python env and the code (here /root/.pyenv).
     assert not {"home", "var", "srv", "mnt", "media", "boot"} & set(got["root_entries"]), got["root_entries"]
     assert len(got["pids"]) <= 3, got["pids"]  # bwrap's init and this worker: a pid namespace
