@@ -340,6 +340,7 @@ def profile_batch(
         "services.toolrunner.workers.ncu",
         msgspec.json.encode(wreq),
         Limits(timeout_s=timeout_s, memory_mb=None, gpu=0),
+        writable=(tmp,),  # the shim task writes its launch manifest there; ncu its reports
     )
     failed = _launch_failures(manifest)  # the launcher's own words beat ncu's about a case it could not run
 

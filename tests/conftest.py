@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
+from services.toolrunner.task_paths import ROOTS_VAR
 from shared.bus import Bus
 from shared.natsserver import EmbeddedServer, free_port
 from shared.provision import provision
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _task_roots(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests name task files under tests/ and in tmp dirs: allow those roots for a toolrunner started
+    here (services/toolrunner/task_paths.py); tests/security checks the roots without them."""
+    roots = [str(Path(__file__).resolve().parent), str(tmp_path_factory.getbasetemp())]
+    os.environ[ROOTS_VAR] = os.pathsep.join(roots)
 
 
 @pytest.fixture

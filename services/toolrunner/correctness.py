@@ -76,7 +76,7 @@ def resolve_cases(manifest: TaskManifest, names: list[str], seeds: list[int], cp
 
 
 def _run_side(req: CorrectnessWorkerInput, limits: Limits) -> tuple[SandboxOutcome, CorrectnessWorkerResult | None]:
-    outcome = run_worker(WORKER, msgspec.json.encode(req), limits)
+    outcome = run_worker(WORKER, msgspec.json.encode(req), limits, writable=(req.out_dir,))
     result = None
     if outcome.status == "ok" and outcome.result is not None:
         result = msgspec.json.decode(outcome.result, type=CorrectnessWorkerResult)

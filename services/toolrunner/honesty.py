@@ -43,7 +43,7 @@ CHECKS = (
 
 
 def _side(req: HonestyWorkerInput, limits: Limits) -> HonestyWorkerResult:
-    outcome = run_worker(WORKER, msgspec.json.encode(req), limits)
+    outcome = run_worker(WORKER, msgspec.json.encode(req), limits, writable=(req.out_dir,))
     if outcome.status != "ok" or outcome.result is None:
         raise ToolFailure(
             outcome.status if outcome.status != "ok" else "failed",

@@ -6,6 +6,7 @@ ncu on the task's launch; the raw CSV page it returns is parsed here (services/t
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -55,11 +56,22 @@ def run(req: NcuProfileInput) -> NcuProfileOutput:
     manifest = load_for_tool(req.task_path)
     kernel = resolve_kernel(manifest, req.kernel, req.shape)
     report_dir = req.artifact_dir or str(Path(tempfile.gettempdir()) / "kpilot-artifacts" / "ncu")
+    # The sandbox writes its report into a fresh dir of its own; this process moves it to report_dir
+    # (a tool argument: never handed to the sandbox user).
+    out_dir = tempfile.mkdtemp(prefix="kpilot-ncu-")
+    try:
+        return _profile(req, ncu, manifest, kernel, report_dir, out_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _profile(req: NcuProfileInput, ncu: str, manifest: TaskManifest, kernel: str, report_dir: str,
+             out_dir: str) -> NcuProfileOutput:
     wreq = NcuWorkerRequest(
         ncu=ncu,
         kernel=kernel,
         metrics=requested_metrics(req.extra_metrics),
-        report_dir=report_dir,
+        report_dir=out_dir,
         timeout_s=max(30.0, req.timeout_s - 60.0),  # leave the worker time to read the report back
         launch=LaunchTaskRequest(
             task_path=manifest.path, shape=req.shape, config=req.config, seed=req.seed, profile_range=True
@@ -69,6 +81,7 @@ def run(req: NcuProfileInput) -> NcuProfileOutput:
         "services.toolrunner.workers.ncu",
         msgspec.json.encode(wreq),
         Limits(timeout_s=req.timeout_s, memory_mb=None, gpu=req.gpu),
+        writable=(out_dir,),
     )
     if outcome.status != "ok" or outcome.result is None:
         raise ToolFailure(outcome.status if outcome.status != "ok" else "failed", outcome.message)
@@ -79,9 +92,13 @@ def run(req: NcuProfileInput) -> NcuProfileOutput:
         profile = with_dimensions(select_kernel(parse_ncu_csv(res.csv), kernel))
     except NcuCsvError as e:
         raise ToolFailure("failed", str(e)) from None
+    report_path = None
+    if res.report_path is not None:
+        Path(report_dir).mkdir(parents=True, exist_ok=True)
+        report_path = shutil.move(res.report_path, Path(report_dir) / Path(res.report_path).name)
     return NcuProfileOutput(
         profile=profile,
-        report_path=res.report_path,
+        report_path=str(report_path) if report_path is not None else None,
         command=res.command,
         metrics_requested=res.metrics_requested,
         metrics_unavailable=res.metrics_unavailable,

@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema
 import msgspec
 
+from services.toolrunner.task_paths import MAX_PATH_CHARS, TaskRoots, check_request
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from shared.messages import ToolError, ToolRequest, ToolResult
 
@@ -56,9 +57,12 @@ def cache_key(spec: ToolSpec, args: dict[str, Any]) -> str:
     h = hashlib.sha256(f"{spec.name}\0{spec.version}\0".encode())
     h.update(json.dumps(args, sort_keys=True, default=str).encode())
     for value in _strings(args):
-        if len(value) < 4096 and os.path.isfile(value):
-            with open(value, "rb") as fh:
-                h.update(hashlib.sha256(fh.read()).digest())
+        try:
+            if len(value) < MAX_PATH_CHARS and os.path.isfile(value):
+                with open(value, "rb") as fh:  # streamed: a large file costs time, never memory
+                    h.update(hashlib.file_digest(fh, "sha256").digest())
+        except (OSError, ValueError):
+            h.update(b"\0unreadable")
     return h.hexdigest()
 
 
@@ -73,8 +77,12 @@ def _strings(x: Any) -> list[str]:
 
 
 class ToolExecutor:
-    def __init__(self, specs: dict[str, ToolSpec], *, gpus: int, runner: str) -> None:
+    def __init__(self, specs: dict[str, ToolSpec], *, gpus: int, runner: str,
+                 roots: TaskRoots | None = None) -> None:
+        """`roots`: where request paths may point (task_paths.py); None checks files but not roots (for
+        in-process callers naming their own files)."""
         self.specs = specs
+        self.roots = roots
         self.schemas = {name: Schemas(spec) for name, spec in specs.items()}
         self.gpus = gpus
         self.runner = runner
@@ -106,6 +114,8 @@ class ToolExecutor:
         if found:
             return fail("invalid_request", f"{req.tool}: {len(found)} problem(s) in the arguments; see "
                         f"`kpilot tool --list` for the input schema", found)
+        if bad := check_request(req.args, self.roots):
+            return fail("refused", f"{req.tool}: {bad[0]}", bad)
         key = cache_key(spec, req.args) if spec.cacheable else None
         if key is not None and key in self._cache:
             self._cache.move_to_end(key)
@@ -119,8 +129,11 @@ class ToolExecutor:
             return fail(e.code, e.message, e.violations)
         except msgspec.ValidationError as e:
             return fail("invalid_request", f"{req.tool}: {e}", [str(e)])
-        except (ValueError, FileNotFoundError) as e:  # the user's mistake: the message says the fix
+        except (ValueError, OSError) as e:  # the user's mistake: the message says the fix
             return fail("refused", f"{req.tool}: {e}")
+        except Exception as e:  # noqa: BLE001 - our bug: still an answer, and the runner lives on
+            return fail("internal", f"{req.tool} failed inside the runner ({type(e).__name__}: {e}); this is a "
+                        "kernelpilot bug: report it with the request")
         doc = msgspec.to_builtins(output)
         bad = violations(schemas.output_validator, doc)
         if bad:  # our bug, not the caller's: never return a record that breaks its own schema

@@ -20,8 +20,10 @@ from nats.micro.request import Request
 from services.toolrunner import compile as compile_tool
 from services.toolrunner import ptxas_info
 from services.toolrunner.catalog import load_specs
+from services.toolrunner.confinement import probe
 from services.toolrunner.nvtools import gpu_count
 from services.toolrunner.registry import ToolExecutor
+from services.toolrunner.task_paths import roots_from_env
 from shared.messages import AuditRecord, ToolError, ToolRequest, ToolResult, decode, encode
 from shared.service import ServiceRuntime
 from shared.subjects import audit_subject, tool_subject
@@ -32,12 +34,17 @@ LIST_SUBJECT = "toolrunner.list"
 
 async def setup(runtime: ServiceRuntime) -> None:
     # Artifacts and cached compiles live in the stack's state directory (`kpilot up` sets KPILOT_STATE).
-    root = Path(os.environ.get("KPILOT_STATE", ".kpilot")).resolve() / "toolrunner"
+    state = Path(os.environ.get("KPILOT_STATE", ".kpilot")).resolve()
+    root = state / "toolrunner"
     compiler = compile_tool.configure(root)
     ptxas_info.configure(root, compiler)
-    executor = ToolExecutor(load_specs(), gpus=gpu_count(), runner=runtime.instance)
+    # Request paths only under examples/, benchmarks/tasks/, the stack's stores and KPILOT_TASK_ROOTS.
+    executor = ToolExecutor(load_specs(), gpus=gpu_count(), runner=runtime.instance,
+                            roots=roots_from_env(state, dict(os.environ)))
+    sandbox = await asyncio.to_thread(probe)
     runtime.details.update(gpus=str(executor.gpus), gpu_model=gpu_model() or "none",
-                           tools=",".join(executor.available()))
+                           tools=",".join(executor.available()), sandbox=sandbox.summary(),
+                           task_roots=":".join(executor.roots.roots) if executor.roots else "")
     artifacts = await runtime.bus.js.object_store("artifacts")
     pool, gpu = asyncio.Semaphore(CPU_POOL), asyncio.Semaphore(max(executor.gpus, 1))
     inflight: set[asyncio.Task[None]] = set()

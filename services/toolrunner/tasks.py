@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 
 from services.toolrunner.sandbox import Limits, run_worker
+from services.toolrunner.task_paths import PathRefused, check_file
 from services.toolrunner.workers.load_task import LoadTaskResult
 from shared.tools.task import LoadTaskInput, TaskManifest
 
@@ -34,12 +35,17 @@ class TaskError(ValueError):
         )
 
 
+def _checked(path: str | Path) -> Path:
+    """A regular .py file of bounded size, before anything reads it (no /dev/zero, no 10,000-char path)."""
+    try:
+        return Path(check_file(str(path)))
+    except PathRefused as e:
+        raise TaskError(str(path)[:200], [str(e).removeprefix("task_path: ")]) from None
+
+
 def load_task(path: str | Path, limits: Limits = LOAD_LIMITS) -> TaskManifest:
-    p = Path(path).resolve()
-    if not p.is_file():
-        raise TaskError(str(p), [f"no such file: {p} (pass the path of a task .py file)"])
-    if p.suffix != ".py":
-        raise TaskError(str(p), [f"{p.name} is not a .py file: a task is a Python file"])
+    """The task's manifest; the file is imported only by a sandboxed worker, never in this process."""
+    p = _checked(path)
     outcome = run_worker(
         "services.toolrunner.workers.load_task", msgspec.json.encode(LoadTaskInput(path=str(p))), limits
     )
@@ -58,7 +64,7 @@ _MANIFESTS_MAX = 256
 
 
 def load_task_cached(path: str | Path) -> TaskManifest:
-    p = Path(path).resolve()
+    p = _checked(path)
     try:
         sha = hashlib.sha256(p.read_bytes()).hexdigest()
     except OSError:
