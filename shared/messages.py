@@ -294,6 +294,26 @@ class VerifiedPatch(Message, tag="verified_patch"):
     version: int = 0  # the candidate's version number
 
 
+class ProposedPatch(Message, tag="proposed_patch"):
+    """A candidate the funnel found correct whose speedup was not measured on the target device.
+
+    Published on `patches.proposed.<kernel>`, never on `patches.verified.*`: nothing may apply it as a
+    verified change. `not_verified` says why (e.g. "speedup not measured: no GPU"); timing it on the GPU
+    (`kpilot verify` or a job there) is what would verify it.
+    """
+
+    kernel: str
+    candidate_id: str
+    diff: str
+    not_verified: str
+    config: dict[str, Scalar] = {}
+    speedup: Measurement | None = None
+    evidence_chain: list[EvidenceLink] = []
+    report_md: str = ""
+    report_html: str = ""
+    version: int = 0
+
+
 class RejectedPatch(Message, tag="rejected_patch"):
     kernel: str
     candidate_id: str
@@ -366,7 +386,7 @@ class DeadLetter(Message, tag="dead_letter"):
 
 ANY_MESSAGE = (
     Heartbeat | HeartbeatAck | StateVector | StateChangeEvent | OptimizeRequest | JobUpdate | Candidate
-    | Verdict | VerifiedPatch | RejectedPatch | Rollback | FailureRecord | ToolRequest | ToolResult
+    | Verdict | VerifiedPatch | ProposedPatch | RejectedPatch | Rollback | FailureRecord | ToolRequest | ToolResult
     | AuditRecord | DeadLetter | DeviceSample | LaunchBatch
 )
 """Union of every message type: decode with `decode(data)` when the kind is not known in advance."""

@@ -59,7 +59,13 @@ def verdict_subject(layer: str, kernel: str) -> str:
     return f"verdicts.{layer}.{token(kernel)}"
 
 
-def patch_subject(outcome: Literal["verified", "rejected", "rollback"], kernel: str) -> str:
+PatchOutcome = Literal["verified", "proposed", "rejected", "rollback"]
+# `verified`: a speedup measured on the target device whose CI clears the policy; `proposed`: correct
+# but not measured there. Only the critic may publish either (its `patches.>`; no other role has it).
+PATCH_OUTCOMES: tuple[str, ...] = ("verified", "proposed", "rejected", "rollback")
+
+
+def patch_subject(outcome: PatchOutcome, kernel: str) -> str:
     return f"patches.{outcome}.{token(kernel)}"
 
 
@@ -109,7 +115,7 @@ STREAMS: tuple[Stream, ...] = (
     Stream(name="JOBS", subjects=("optimize.request", "jobs.>"), description="optimize requests, job updates"),
     Stream(name="CANDIDATES", subjects=("candidates.>",), description="candidate versions"),
     Stream(name="VERDICTS", subjects=("verdicts.>",), description="verdicts per funnel layer"),
-    Stream(name="PATCHES", subjects=("patches.>",), description="verified, rejected and rolled-back patches",
+    Stream(name="PATCHES", subjects=("patches.>",), description="verified, proposed, rejected and rolled-back patches",
            max_age_s=365 * 86400),
     Stream(name="FAILURES", subjects=("failures.>",), description="failure records for the classifier",
            max_age_s=365 * 86400),

@@ -28,6 +28,7 @@ from services.critic.state import (
     derived_id,
     not_better,
     record_decided,
+    record_proposed,
     record_rollback,
     record_verified,
     rollback_target,
@@ -38,6 +39,7 @@ from shared.messages import (
     ANY_MESSAGE,
     FailureRecord,
     Message,
+    ProposedPatch,
     RejectedPatch,
     Rollback,
     StateChangeEvent,
@@ -135,6 +137,8 @@ class Critic:
             job = chain.candidate.job_id if chain.candidate else v.job_id
             if decision.accepted and (why := not_better(state, job, decision)):
                 await self._reject(v, chain, [why], decision, failure=False)
+            elif decision.accepted and decision.status == "proposed":
+                await self._propose(v, chain, decision, state, job)
             elif decision.accepted:
                 await self._verify(v, chain, decision, state, job)
             else:
@@ -160,6 +164,22 @@ class Critic:
             speedup_low=d.speedup.low if d.speedup.low is not None else d.speedup.value,
             ts=patch.ts))
         self.log.info("verified patch", kernel=c.kernel, candidate_id=c.id, status=d.status)
+
+    async def _propose(self, v: Verdict, chain: Chain, d: Decision, state: KernelState,
+                       job: str | None) -> None:
+        """Correct but not measured on the target device: `patches.proposed.<kernel>`, never verified."""
+        c = chain.candidate
+        assert c is not None  # an accepted chain has its candidate
+        points = self.iterations(job, c.id)
+        patch = ProposedPatch(
+            source=SOURCE, id=derived_id("proposed", c.id), job_id=job, causation_id=v.id, kernel=c.kernel,
+            candidate_id=c.id, version=c.version, diff=c.diff, config=dict(c.config), speedup=d.speedup,
+            not_verified=d.not_verified, evidence_chain=chain.links,
+            report_md=render_md(c, chain.links, d, points),
+            report_html=render_html(c, chain.links, d, points))
+        await self.bus.publish(patch_subject("proposed", c.kernel), patch)
+        record_proposed(state, job, c.id)
+        self.log.info("proposed patch", kernel=c.kernel, candidate_id=c.id, why=d.not_verified)
 
     async def _reject(self, v: Verdict, chain: Chain, reasons: list[str], d: Decision, *,
                       failure: bool) -> None:

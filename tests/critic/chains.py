@@ -4,7 +4,9 @@ The figures are real (tests/fixtures/h200-probe): the bf16 8192^3 Triton matmul 
 1 stage (89 TFLOP/s) is the baseline and 128x128x32/GROUP_M 8/3 stages (546 TFLOP/s) the candidate; the
 fp32 vector add of 2^28 elements at BLOCK 4096 (0.750 ms) is the baseline and BLOCK 256 (0.735 ms, 4.38 TB/s,
 above the 4.35 TB/s copy "ceiling") the candidate. Times are the task's FLOPs over the measured rate, as
-the probe reports them; no confidence interval is given because the probe measured none.
+the probe reports them. The probe measured no confidence interval, so a full verdict's speedup carries the
+relative CI of the one H200 bench_ab record (tests/fixtures/h200/bench_ab_vector_add.json, ABBA bootstrap
+95 %): the critic verifies only a speedup whose CI clears the policy.
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ def probe(name: str) -> dict[str, object]:
 def matmul_ms(config: str) -> float:
     tflops = probe("matmul_sdpa.json")[config]["tflops"]  # type: ignore[index]
     return MATMUL_FLOPS / (float(tflops) * 1e12) * 1e3
+
+
+def ci_fraction() -> tuple[float, float]:
+    """(low / speedup, high / speedup) of the H200 bench_ab record."""
+    ab = json.loads((PROBE.parent / "h200" / "bench_ab_vector_add.json").read_text())
+    return ab["ci_low"] / ab["speedup"], ab["ci_high"] / ab["speedup"]
 
 
 def add_ms(key: str) -> float:
@@ -126,7 +134,9 @@ def full_verdict(cand: Candidate, base_ms: float, cand_ms: float, status: str = 
                        **cand.caused())
     return Verdict(source="verifier", candidate_id=cand.id, kernel=cand.kernel, layer="full",
                    status=status, reasons=["speedup outside the noise"], provenance=PROV,  # type: ignore
-                   measurements=[Measurement(name="speedup", value=base_ms / cand_ms, unit="x"),
+                   measurements=[Measurement(name="speedup", value=base_ms / cand_ms, unit="x",
+                                             low=base_ms / cand_ms * ci_fraction()[0],
+                                             high=base_ms / cand_ms * ci_fraction()[1]),
                                  Measurement(name="baseline_median_ms", value=base_ms, unit="ms"),
                                  Measurement(name="candidate_median_ms", value=cand_ms, unit="ms")],
                    **cand.caused())

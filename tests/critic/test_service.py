@@ -23,6 +23,7 @@ from shared.messages import (
     FailureRecord,
     Measurement,
     Message,
+    ProposedPatch,
     RejectedPatch,
     Rollback,
     Verdict,
@@ -112,6 +113,21 @@ async def test_a_verdict_chain_becomes_one_verified_patch_with_its_whole_evidenc
     assert state.current == j.candidate.id and state.decided == [j.candidate.id]
 
 
+async def test_a_chain_without_gpu_timing_becomes_a_proposed_patch_and_nothing_verified(
+        make_bus: BusFactory) -> None:
+    j = job(full="skipped")  # what the verifier publishes on a CPU machine
+    await start_critic(make_bus)
+    await publish(make_bus, j.messages)
+    op = await make_bus("operator")
+    [patch] = await wait_for(op, "patches.proposed.>")  # the event that would show a verified patch too
+    assert isinstance(patch, ProposedPatch) and patch.candidate_id == j.candidate.id
+    assert patch.not_verified == "speedup not measured: no GPU" and patch.diff == j.candidate.diff
+    assert patch.report_md.startswith("# Proposed patch (not verified)")
+    assert await stream(op, "patches.verified.>") == [] and await stream(op, "failures.>") == []
+    state = await kernel_state(op, "matmul_kernel")
+    assert state.current is None and state.history == [] and state.decided == [j.candidate.id]
+
+
 async def test_a_chain_the_roofline_contradicts_is_rejected_with_a_failure_record(
         make_bus: BusFactory) -> None:
     j = job(speedup=(matmul_ms("tri_mm_32_32_32_1_4_1"), 1.0))  # 1100 TFLOP/s: beyond 784
@@ -140,7 +156,7 @@ async def test_a_regression_rolls_back_to_the_previous_verified_version(make_bus
     patches = await wait_for(op, "patches.verified.>", n=2)
     assert [p.candidate_id for p in patches] == [first.candidate.id, second.candidate.id]  # type: ignore
     report = patches[1].report_md  # type: ignore[attr-defined]
-    assert f"| v1 | `{first.candidate.id}` | 6.14x |" in report
+    assert f"| v1 | `{first.candidate.id}` | 6.14x (95% CI 6.13-6.14) |" in report
     assert f"| v2 (this) | `{second.candidate.id}`" in report
     regression = tc_event(event="regression", ts=time.time() + 1)
     await publish(make_bus, [regression, regression])  # the repeat is de-duplicated by id

@@ -12,6 +12,7 @@ from services.critic.state import (
     VerifiedEntry,
     derived_id,
     not_better,
+    record_proposed,
     record_rollback,
     record_verified,
     rollback_target,
@@ -29,7 +30,7 @@ def decision(j):
 
 def verified(cid: str, low: float | None, job_id: str = "job-matmul", ts: float = 0.0) -> VerifiedEntry:
     return VerifiedEntry(candidate_id=cid, patch_id=f"p-{cid}", version=1, job_id=job_id,
-                         status="verified" if low else "verified, speed not measured", speedup=low,
+                         status="verified", speedup=low,
                          speedup_low=low, ts=ts)
 
 
@@ -53,15 +54,16 @@ def test_the_best_per_job_is_kept_by_speedup_lower_bound() -> None:
     assert "does not beat the job's best c546" in (not_better(state, "job-matmul", d295) or "")
     assert not_better(state, "another-job", d295) is None
     cpu = decision(job(full="skipped"))
-    assert "speed not measured" in (not_better(state, "job-matmul", cpu) or "")
+    assert "cannot show it beats the job's verified best c546" in (not_better(state, "job-matmul", cpu) or "")
 
 
-def test_on_cpu_the_first_unmeasured_candidate_is_the_best_and_a_measured_one_beats_it() -> None:
+def test_on_cpu_the_first_proposed_candidate_is_published_and_a_measured_one_still_verifies() -> None:
     state = KernelState(kernel="matmul_kernel")
     cpu = decision(job(full="skipped"))
     assert not_better(state, "job-matmul", cpu) is None
-    record_verified(state, verified("cpu1", None))
-    assert not_better(state, "job-matmul", decision(job(full="skipped"))) is not None
+    record_proposed(state, "job-matmul", "cpu1")
+    assert state.current is None and state.history == []  # a proposed patch is not in force
+    assert "already proposed cpu1" in (not_better(state, "job-matmul", decision(job(full="skipped"))) or "")
     assert not_better(state, "job-matmul", decision(job())) is None
 
 
