@@ -181,7 +181,9 @@ class OptimizeRequest(Message, tag="optimize_request"):
 
 
 JobStatus = Literal["open", "planning", "verifying", "converged", "budget_exhausted", "roofline", "failed",
-                    "done"]
+                    "done", "cancelled"]
+# A job in one of these has ended for good: its queued candidates are withdrawn from the verifier.
+JOB_ENDED: tuple[JobStatus, ...] = ("converged", "budget_exhausted", "roofline", "failed", "done", "cancelled")
 
 
 class JobUpdate(Message, tag="job_update"):
@@ -195,6 +197,12 @@ class JobUpdate(Message, tag="job_update"):
     score_name: str = ""  # e.g. "tflops" or "speedup"; empty while nothing was measured
     candidates: int = 0  # candidates published so far
     reasons: list[str] = []  # why the job stopped, or what failed
+
+
+class CancelRequest(Message, tag="cancel_request"):
+    """`kpilot cancel JOB` on `optimize.cancel`: the planner, which owns jobs, ends the job (`job_id`)."""
+
+    reason: str = "cancelled by the operator"
 
 
 ChangeKind = Literal["set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg", "set_grid",
@@ -231,7 +239,9 @@ class Candidate(Message, tag="candidate"):
 # ---------------------------------------------------------------- verification
 
 Layer = Literal["static", "micro", "full"]
-VerdictStatus = Literal["pass", "fail", "skipped"]
+# "withdrawn": the candidate's job ended (budget, convergence, cancel) before the funnel finished it; not a
+# rejection, so no patch and no failure record follow.
+VerdictStatus = Literal["pass", "fail", "skipped", "withdrawn"]
 
 
 class Provenance(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -385,7 +395,7 @@ class DeadLetter(Message, tag="dead_letter"):
 
 
 ANY_MESSAGE = (
-    Heartbeat | HeartbeatAck | StateVector | StateChangeEvent | OptimizeRequest | JobUpdate | Candidate
+    Heartbeat | HeartbeatAck | StateVector | StateChangeEvent | OptimizeRequest | CancelRequest | JobUpdate | Candidate
     | Verdict | VerifiedPatch | ProposedPatch | RejectedPatch | Rollback | FailureRecord | ToolRequest | ToolResult
     | AuditRecord | DeadLetter | DeviceSample | LaunchBatch
 )

@@ -16,6 +16,7 @@ import msgspec
 HEARTBEAT_PING = "ops.heartbeat.ping"
 HEARTBEAT_ACK = "ops.heartbeat.ack"  # .<service>
 OPTIMIZE_REQUEST = "optimize.request"
+OPTIMIZE_CANCEL = "optimize.cancel"  # CancelRequest: only the planner ends jobs
 DECOMPOSER_ANALYZE = "decomposer.analyze"
 # Per-kernel ncu counters on request (telemetry's endpoint). Not under `telemetry.>`: the TELEMETRY stream
 # would capture the request and JetStream would answer it with a PubAck before the endpoint replies.
@@ -112,7 +113,8 @@ STREAMS: tuple[Stream, ...] = (
     Stream(name="TELEMETRY", subjects=("telemetry.>",), description="state vectors and launch telemetry",
            max_age_s=3600, max_bytes=512 << 20),
     Stream(name="EVENTS", subjects=("events.>",), description="state-change events"),
-    Stream(name="JOBS", subjects=("optimize.request", "jobs.>"), description="optimize requests, job updates"),
+    Stream(name="JOBS", subjects=("optimize.request", "optimize.cancel", "jobs.>"),
+           description="optimize and cancel requests, job updates"),
     Stream(name="CANDIDATES", subjects=("candidates.>",), description="candidate versions"),
     Stream(name="VERDICTS", subjects=("verdicts.>",), description="verdicts per funnel layer"),
     Stream(name="PATCHES", subjects=("patches.>",), description="verified, proposed, rejected and rolled-back patches",
@@ -186,7 +188,7 @@ _SERVICE_SUBJECTS: dict[str, Permissions] = {
     "decomposer": Permissions(publish=("tools.>", "audit.decomposer"), subscribe=("decomposer.analyze",)),
     # The planner runs what an LLM proposes: it may publish candidates, never verdicts or patches.
     "planner": Permissions(publish=("jobs.>", "candidates.>", "tools.>", "decomposer.analyze"),
-                           subscribe=("events.state.>", "optimize.request", "jobs.>", "verdicts.>",
+                           subscribe=("events.state.>", "optimize.request", OPTIMIZE_CANCEL, "jobs.>", "verdicts.>",
                                       "patches.>", "failures.>")),
     "toolrunner": Permissions(publish=("audit.toolrunner",), subscribe=("tools.>", "toolrunner.>")),
     "verifier": Permissions(publish=("verdicts.>", "tools.>"), subscribe=("candidates.>",)),
@@ -199,7 +201,7 @@ _SERVICE_SUBJECTS: dict[str, Permissions] = {
 # The operator (kpilot CLI and any client that connects without credentials) reads everything and
 # may ask for work, but publishes no verdicts, candidates or patches.
 OPERATOR = Permissions(
-    publish=("optimize.request", "tools.>", "decomposer.analyze", KERNEL_PROFILE, "telemetry.>", "ops.>",
+    publish=("optimize.request", OPTIMIZE_CANCEL, "tools.>", "decomposer.analyze", KERNEL_PROFILE, "telemetry.>", "ops.>",
              "health.>",
              "toolrunner.>", "$JS.API.>",
              "$JS.ACK.>", "$JS.FC.>", "_INBOX.>", "$SRV.>", "$KV.>", "$O.>"),

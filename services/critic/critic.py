@@ -121,6 +121,8 @@ class Critic:
 
     async def on_verdict(self, v: Verdict) -> None:
         self.index.add(v)
+        if v.status == "withdrawn":
+            return  # its job ended before the funnel finished it: no patch, no rejection, no failure record
         if v.status != "fail" and v.layer != "full":
             return  # the candidate is not finished yet
         async with self._lock:
