@@ -94,6 +94,8 @@ class Funnel:
         cand_path = job.candidate_path or job.task_path
         parent_path = job.parent_path or job.task_path
         target = self.policy.target
+        method = f"compile {target}, ptxas -v, SASS diff against the parent"
+        run.provenance = Provenance(device="none (static)", method=method)  # a failed compile says it too
         try:
             compiled: CompileOutput = await self._call(
                 run,
@@ -109,7 +111,7 @@ class Funnel:
             triton=versions.get("triton", ""),
             torch=versions.get("torch", ""),
             cuda=versions.get("nvcc", ""),
-            method=f"compile {target}, ptxas -v, SASS diff against the parent",
+            method=method,
         )
         # The parent's compile next, on its own: a compile imports its file (user code), so the candidate's
         # and the parent's never run side by side. Cached after the first candidate of a parent; a failure
