@@ -87,6 +87,9 @@ class KernelShare(msgspec.Struct, forbid_unknown_fields=True):
     share: float
     launches: int
     mean_us: float | None = None
+    # The launch config (constexprs, num_warps, ...) that took most of the kernel's time: which version of
+    # the kernel the figures describe ({} = not known). A rollback blames a patch only for its own version.
+    config: dict[str, Scalar] = {}
 
 
 class StateVector(Message, tag="state_vector"):

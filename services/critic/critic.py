@@ -19,13 +19,14 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.kv import KeyValue
 
 from services.critic.chain import Chain, MessageIndex, build_chain, pattern_ids
-from services.critic.regression import regressed
+from services.critic.regression import ROLLBACK_EVENTS, judge, record_sighting
 from services.critic.report import IterationPoint, render_html, render_md
 from services.critic.review import SPEEDUP, Decision, TaskBounds, review
 from services.critic.state import (
     KernelState,
     VerifiedEntry,
     derived_id,
+    entry,
     not_better,
     record_decided,
     record_proposed,
@@ -164,7 +165,7 @@ class Critic:
             candidate_id=c.id, patch_id=patch.id, version=c.version, job_id=job, status=d.status,
             speedup=d.speedup.value,
             speedup_low=d.speedup.low if d.speedup.low is not None else d.speedup.value,
-            ts=patch.ts))
+            ts=patch.ts, config=dict(c.config)))
         self.log.info("verified patch", kernel=c.kernel, candidate_id=c.id, status=d.status)
 
     async def _propose(self, v: Verdict, chain: Chain, d: Decision, state: KernelState,
@@ -261,9 +262,13 @@ class Critic:
         for kernel in {k.kernel for k in e.hot_kernels}:
             async with self._lock:
                 state, rev = await self._load(kernel)
-                reason = regressed(e, state)
+                reason, why_not = judge(e, state)
                 target = rollback_target(state) if reason else None
                 if target is None:
+                    if record_sighting(e, state):  # the version's first figures: what a rise is judged by
+                        await self._save(state, rev)
+                    if e.edge == "start" and e.event in ROLLBACK_EVENTS and entry(state, state.current):
+                        self.log.info("no rollback", kernel=kernel, event=e.id, why=why_not)
                     continue
                 cur, prev = target
                 await self.bus.publish(patch_subject("rollback", kernel), Rollback(

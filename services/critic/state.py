@@ -17,6 +17,7 @@ import msgspec
 from ulid import ULID
 
 from services.critic.review import Decision
+from shared.messages import Scalar
 from shared.subjects import token
 
 # Candidate ids remembered as decided per kernel; a job of 50 iterations decides 50, so 2,000 covers the
@@ -36,6 +37,7 @@ class VerifiedEntry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     speedup_low: float | None = None
     ts: float = 0.0
     rolled_back: bool = False
+    config: dict[str, Scalar] = {}  # the candidate's CONFIG: which launch config telemetry of it shows
 
 
 class KernelState(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -46,6 +48,9 @@ class KernelState(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     best_by_job: dict[str, str] = {}  # job id -> candidate id of its best verified candidate
     rollbacks: list[str] = []  # ids of the events that caused a rollback (a replayed event acts once)
     proposed_by_job: dict[str, str] = {}  # job id -> candidate id of its proposed (unmeasured) patch
+    # candidate id -> the kernel's time per launch (us) first seen in telemetry under that version: what a
+    # later anomaly must exceed to be blamed on it (services/critic/regression.py)
+    seen_mean_us: dict[str, float] = {}
 
 
 _ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")

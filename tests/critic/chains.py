@@ -71,14 +71,16 @@ class Job(msgspec.Struct, kw_only=True):
 
 
 def tc_event(kernel: str = "matmul_kernel", event: str = "tc_underutilization", ts: float | None = None,
-             share: float = 0.82) -> StateChangeEvent:
+             share: float = 0.82, mean_us: float = 12360.0, config: dict | None = None,
+             others: list[KernelShare] | None = None) -> StateChangeEvent:
     extra = {"ts": ts} if ts is not None else {}
+    hot = [KernelShare(kernel=kernel, share=share, launches=120, mean_us=mean_us, config=config or {})]
     return StateChangeEvent(
         source="telemetry", event=event, edge="start", node="node0", gpu="0",  # type: ignore[arg-type]
         detector=event, detail="tensor_core_util 11.4 < 30 for 30s",
         triples=[StateTriple("tensor_core_util", "current", "global_avg", 11.4, "pct", "nvml_gpm:5"),
                  StateTriple("sm_active", "current", "global_avg", 96.0, "pct", "nvml_gpm:2")],
-        hot_kernels=[KernelShare(kernel=kernel, share=share, launches=120, mean_us=12360.0)], **extra)
+        hot_kernels=sorted(hot + (others or []), key=lambda k: -k.share), **extra)
 
 
 def job(*, kernel: str = "matmul_kernel", version: int = 1, trigger: Message | None = None,

@@ -21,6 +21,7 @@ from shared.bus import Bus
 from shared.messages import (
     Candidate,
     FailureRecord,
+    KernelShare,
     Measurement,
     Message,
     ProposedPatch,
@@ -164,12 +165,32 @@ async def test_a_regression_rolls_back_to_the_previous_verified_version(make_bus
     assert isinstance(rb, Rollback) and rb.causation_id == regression.id
     assert (rb.from_candidate_id, rb.to_candidate_id) == (second.candidate.id, first.candidate.id)
     assert (await kernel_state(op, "matmul_kernel")).current == first.candidate.id
-    again = tc_event(event="anomaly", ts=time.time() + 2)
-    await publish(make_bus, [again])
+    sighting = tc_event(ts=time.time() + 2)  # v1's first figures in telemetry: what a rise is judged by
+    again = tc_event(event="anomaly", ts=time.time() + 3, mean_us=12360.0 * 1.5)
+    await publish(make_bus, [sighting, again])
     rbs = await wait_for(op, "patches.rollback.>", n=2)
     last = rbs[1]
     assert isinstance(last, Rollback)
     assert (last.from_candidate_id, last.to_candidate_id) == (first.candidate.id, None)
+
+
+async def test_a_demo_rerun_or_another_kernels_episode_does_not_roll_the_patch_back(
+        make_bus: BusFactory) -> None:
+    j = job()
+    await start_critic(make_bus)
+    await publish(make_bus, j.messages)
+    op = await make_bus("operator")
+    [patch] = await wait_for(op, "patches.verified.>")
+    untuned = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "num_stages": 1}  # what a re-run's workload runs
+    assert any(j.candidate.config.get(k) != v for k, v in untuned.items())
+    rerun = tc_event(event="regression", ts=time.time() + 1, config=untuned)
+    copy = KernelShare(kernel="copy_kernel", share=0.79, launches=900, mean_us=310.0)
+    other = tc_event(event="bandwidth_low", ts=time.time() + 2, share=0.21, others=[copy])
+    genuine = tc_event(event="regression", ts=time.time() + 3, config=dict(j.candidate.config))
+    await publish(make_bus, [rerun, other, genuine])  # one consumer: handled in this order
+    [rb] = await wait_for(op, "patches.rollback.>")
+    assert isinstance(rb, Rollback) and rb.causation_id == genuine.id, rb
+    assert rb.from_candidate_id == patch.candidate_id  # type: ignore[attr-defined]
 
 
 async def test_a_restarted_critic_replaying_every_verdict_publishes_the_patch_once(
