@@ -194,8 +194,8 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
                     "measurements": msgspec.to_builtins(msg.measurements),
                 }
             )
-            if msg.status == "fail" or msg.layer == "full":
-                decided.add(msg.candidate_id)
+            if msg.status != "withdrawn" and (msg.status == "fail" or msg.layer == "full"):
+                decided.add(msg.candidate_id)  # the critic will publish an outcome for it
             if msg.status in ("fail", "withdrawn") or msg.layer == "full":
                 why = "; ".join(msg.reasons)[:120]
                 say(f"  {version(msg.candidate_id)} {msg.layer}: {msg.status}" + (f" ({why})" if why else ""))
