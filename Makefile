@@ -22,7 +22,7 @@ run: install
 	$(BIN)/kpilot up --detach --port $(PORT)
 	$(BIN)/python -m services.kpilot.demo --nats nats://127.0.0.1:$(PORT)
 	@echo "The stack keeps running. Watch it: $(BIN)/kpilot tail 'patches.>' 'events.>' --nats nats://127.0.0.1:$(PORT)"
-	@echo "Stop it: make down"
+	@echo "Stop it: make down PORT=$(PORT)"
 
 down: install
 	$(BIN)/kpilot down --port $(PORT)

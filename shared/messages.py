@@ -87,6 +87,9 @@ class KernelShare(msgspec.Struct, forbid_unknown_fields=True):
     share: float
     launches: int
     mean_us: float | None = None
+    # The launch config (constexprs, num_warps, ...) that took most of the kernel's time: which version of
+    # the kernel the figures describe ({} = not known). A rollback blames a patch only for its own version.
+    config: dict[str, Scalar] = {}
 
 
 class StateVector(Message, tag="state_vector"):
@@ -181,7 +184,9 @@ class OptimizeRequest(Message, tag="optimize_request"):
 
 
 JobStatus = Literal["open", "planning", "verifying", "converged", "budget_exhausted", "roofline", "failed",
-                    "done"]
+                    "done", "cancelled"]
+# A job in one of these has ended for good: its queued candidates are withdrawn from the verifier.
+JOB_ENDED: tuple[JobStatus, ...] = ("converged", "budget_exhausted", "roofline", "failed", "done", "cancelled")
 
 
 class JobUpdate(Message, tag="job_update"):
@@ -195,6 +200,12 @@ class JobUpdate(Message, tag="job_update"):
     score_name: str = ""  # e.g. "tflops" or "speedup"; empty while nothing was measured
     candidates: int = 0  # candidates published so far
     reasons: list[str] = []  # why the job stopped, or what failed
+
+
+class CancelRequest(Message, tag="cancel_request"):
+    """`kpilot cancel JOB` on `optimize.cancel`: the planner, which owns jobs, ends the job (`job_id`)."""
+
+    reason: str = "cancelled by the operator"
 
 
 ChangeKind = Literal["set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg", "set_grid",
@@ -231,7 +242,9 @@ class Candidate(Message, tag="candidate"):
 # ---------------------------------------------------------------- verification
 
 Layer = Literal["static", "micro", "full"]
-VerdictStatus = Literal["pass", "fail", "skipped"]
+# "withdrawn": the candidate's job ended (budget, convergence, cancel) before the funnel finished it; not a
+# rejection, so no patch and no failure record follow.
+VerdictStatus = Literal["pass", "fail", "skipped", "withdrawn"]
 
 
 class Provenance(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -292,6 +305,26 @@ class VerifiedPatch(Message, tag="verified_patch"):
     # A self-contained page (inline SVG plots, no external assets) of the same report.
     report_html: str = ""
     version: int = 0  # the candidate's version number
+
+
+class ProposedPatch(Message, tag="proposed_patch"):
+    """A candidate the funnel found correct whose speedup was not measured on the target device.
+
+    Published on `patches.proposed.<kernel>`, never on `patches.verified.*`: nothing may apply it as a
+    verified change. `not_verified` says why (e.g. "speedup not measured: no GPU"); timing it on the GPU
+    (`kpilot verify` or a job there) is what would verify it.
+    """
+
+    kernel: str
+    candidate_id: str
+    diff: str
+    not_verified: str
+    config: dict[str, Scalar] = {}
+    speedup: Measurement | None = None
+    evidence_chain: list[EvidenceLink] = []
+    report_md: str = ""
+    report_html: str = ""
+    version: int = 0
 
 
 class RejectedPatch(Message, tag="rejected_patch"):
@@ -365,8 +398,8 @@ class DeadLetter(Message, tag="dead_letter"):
 
 
 ANY_MESSAGE = (
-    Heartbeat | HeartbeatAck | StateVector | StateChangeEvent | OptimizeRequest | JobUpdate | Candidate
-    | Verdict | VerifiedPatch | RejectedPatch | Rollback | FailureRecord | ToolRequest | ToolResult
+    Heartbeat | HeartbeatAck | StateVector | StateChangeEvent | OptimizeRequest | CancelRequest | JobUpdate | Candidate
+    | Verdict | VerifiedPatch | ProposedPatch | RejectedPatch | Rollback | FailureRecord | ToolRequest | ToolResult
     | AuditRecord | DeadLetter | DeviceSample | LaunchBatch
 )
 """Union of every message type: decode with `decode(data)` when the kind is not known in advance."""

@@ -16,6 +16,7 @@ import msgspec
 HEARTBEAT_PING = "ops.heartbeat.ping"
 HEARTBEAT_ACK = "ops.heartbeat.ack"  # .<service>
 OPTIMIZE_REQUEST = "optimize.request"
+OPTIMIZE_CANCEL = "optimize.cancel"  # CancelRequest: only the planner ends jobs
 DECOMPOSER_ANALYZE = "decomposer.analyze"
 # Per-kernel ncu counters on request (telemetry's endpoint). Not under `telemetry.>`: the TELEMETRY stream
 # would capture the request and JetStream would answer it with a PubAck before the endpoint replies.
@@ -59,7 +60,13 @@ def verdict_subject(layer: str, kernel: str) -> str:
     return f"verdicts.{layer}.{token(kernel)}"
 
 
-def patch_subject(outcome: Literal["verified", "rejected", "rollback"], kernel: str) -> str:
+PatchOutcome = Literal["verified", "proposed", "rejected", "rollback"]
+# `verified`: a speedup measured on the target device whose CI clears the policy; `proposed`: correct
+# but not measured there. Only the critic may publish either (its `patches.>`; no other role has it).
+PATCH_OUTCOMES: tuple[str, ...] = ("verified", "proposed", "rejected", "rollback")
+
+
+def patch_subject(outcome: PatchOutcome, kernel: str) -> str:
     return f"patches.{outcome}.{token(kernel)}"
 
 
@@ -106,10 +113,11 @@ STREAMS: tuple[Stream, ...] = (
     Stream(name="TELEMETRY", subjects=("telemetry.>",), description="state vectors and launch telemetry",
            max_age_s=3600, max_bytes=512 << 20),
     Stream(name="EVENTS", subjects=("events.>",), description="state-change events"),
-    Stream(name="JOBS", subjects=("optimize.request", "jobs.>"), description="optimize requests, job updates"),
+    Stream(name="JOBS", subjects=("optimize.request", "optimize.cancel", "jobs.>"),
+           description="optimize and cancel requests, job updates"),
     Stream(name="CANDIDATES", subjects=("candidates.>",), description="candidate versions"),
     Stream(name="VERDICTS", subjects=("verdicts.>",), description="verdicts per funnel layer"),
-    Stream(name="PATCHES", subjects=("patches.>",), description="verified, rejected and rolled-back patches",
+    Stream(name="PATCHES", subjects=("patches.>",), description="verified, proposed, rejected and rolled-back patches",
            max_age_s=365 * 86400),
     Stream(name="FAILURES", subjects=("failures.>",), description="failure records for the classifier",
            max_age_s=365 * 86400),
@@ -180,7 +188,7 @@ _SERVICE_SUBJECTS: dict[str, Permissions] = {
     "decomposer": Permissions(publish=("tools.>", "audit.decomposer"), subscribe=("decomposer.analyze",)),
     # The planner runs what an LLM proposes: it may publish candidates, never verdicts or patches.
     "planner": Permissions(publish=("jobs.>", "candidates.>", "tools.>", "decomposer.analyze"),
-                           subscribe=("events.state.>", "optimize.request", "jobs.>", "verdicts.>",
+                           subscribe=("events.state.>", "optimize.request", OPTIMIZE_CANCEL, "jobs.>", "verdicts.>",
                                       "patches.>", "failures.>")),
     "toolrunner": Permissions(publish=("audit.toolrunner",), subscribe=("tools.>", "toolrunner.>")),
     "verifier": Permissions(publish=("verdicts.>", "tools.>"), subscribe=("candidates.>",)),
@@ -193,7 +201,7 @@ _SERVICE_SUBJECTS: dict[str, Permissions] = {
 # The operator (kpilot CLI and any client that connects without credentials) reads everything and
 # may ask for work, but publishes no verdicts, candidates or patches.
 OPERATOR = Permissions(
-    publish=("optimize.request", "tools.>", "decomposer.analyze", KERNEL_PROFILE, "telemetry.>", "ops.>",
+    publish=("optimize.request", OPTIMIZE_CANCEL, "tools.>", "decomposer.analyze", KERNEL_PROFILE, "telemetry.>", "ops.>",
              "health.>",
              "toolrunner.>", "$JS.API.>",
              "$JS.ACK.>", "$JS.FC.>", "_INBOX.>", "$SRV.>", "$KV.>", "$O.>"),

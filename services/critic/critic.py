@@ -19,15 +19,17 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.kv import KeyValue
 
 from services.critic.chain import Chain, MessageIndex, build_chain, pattern_ids
-from services.critic.regression import regressed
+from services.critic.regression import ROLLBACK_EVENTS, judge, record_sighting
 from services.critic.report import IterationPoint, render_html, render_md
 from services.critic.review import SPEEDUP, Decision, TaskBounds, review
 from services.critic.state import (
     KernelState,
     VerifiedEntry,
     derived_id,
+    entry,
     not_better,
     record_decided,
+    record_proposed,
     record_rollback,
     record_verified,
     rollback_target,
@@ -38,6 +40,7 @@ from shared.messages import (
     ANY_MESSAGE,
     FailureRecord,
     Message,
+    ProposedPatch,
     RejectedPatch,
     Rollback,
     StateChangeEvent,
@@ -119,6 +122,8 @@ class Critic:
 
     async def on_verdict(self, v: Verdict) -> None:
         self.index.add(v)
+        if v.status == "withdrawn":
+            return  # its job ended before the funnel finished it: no patch, no rejection, no failure record
         if v.status != "fail" and v.layer != "full":
             return  # the candidate is not finished yet
         async with self._lock:
@@ -135,6 +140,8 @@ class Critic:
             job = chain.candidate.job_id if chain.candidate else v.job_id
             if decision.accepted and (why := not_better(state, job, decision)):
                 await self._reject(v, chain, [why], decision, failure=False)
+            elif decision.accepted and decision.status == "proposed":
+                await self._propose(v, chain, decision, state, job)
             elif decision.accepted:
                 await self._verify(v, chain, decision, state, job)
             else:
@@ -158,8 +165,24 @@ class Critic:
             candidate_id=c.id, patch_id=patch.id, version=c.version, job_id=job, status=d.status,
             speedup=d.speedup.value,
             speedup_low=d.speedup.low if d.speedup.low is not None else d.speedup.value,
-            ts=patch.ts))
+            ts=patch.ts, config=dict(c.config)))
         self.log.info("verified patch", kernel=c.kernel, candidate_id=c.id, status=d.status)
+
+    async def _propose(self, v: Verdict, chain: Chain, d: Decision, state: KernelState,
+                       job: str | None) -> None:
+        """Correct but not measured on the target device: `patches.proposed.<kernel>`, never verified."""
+        c = chain.candidate
+        assert c is not None  # an accepted chain has its candidate
+        points = self.iterations(job, c.id)
+        patch = ProposedPatch(
+            source=SOURCE, id=derived_id("proposed", c.id), job_id=job, causation_id=v.id, kernel=c.kernel,
+            candidate_id=c.id, version=c.version, diff=c.diff, config=dict(c.config), speedup=d.speedup,
+            not_verified=d.not_verified, evidence_chain=chain.links,
+            report_md=render_md(c, chain.links, d, points),
+            report_html=render_html(c, chain.links, d, points))
+        await self.bus.publish(patch_subject("proposed", c.kernel), patch)
+        record_proposed(state, job, c.id)
+        self.log.info("proposed patch", kernel=c.kernel, candidate_id=c.id, why=d.not_verified)
 
     async def _reject(self, v: Verdict, chain: Chain, reasons: list[str], d: Decision, *,
                       failure: bool) -> None:
@@ -239,9 +262,13 @@ class Critic:
         for kernel in {k.kernel for k in e.hot_kernels}:
             async with self._lock:
                 state, rev = await self._load(kernel)
-                reason = regressed(e, state)
+                reason, why_not = judge(e, state)
                 target = rollback_target(state) if reason else None
                 if target is None:
+                    if record_sighting(e, state):  # the version's first figures: what a rise is judged by
+                        await self._save(state, rev)
+                    if e.edge == "start" and e.event in ROLLBACK_EVENTS and entry(state, state.current):
+                        self.log.info("no rollback", kernel=kernel, event=e.id, why=why_not)
                     continue
                 cur, prev = target
                 await self.bus.publish(patch_subject("rollback", kernel), Rollback(

@@ -33,6 +33,10 @@ def speedup_text(m: Measurement | None) -> str:
     return f"{m.value:.3g}x{ci}"
 
 
+def title(d: Decision) -> str:
+    return "Proposed patch (not verified)" if d.status == "proposed" else "Verified patch"
+
+
 def _roofline_lines(d: Decision) -> list[str]:
     r = d.roofline
     out = [f"Roofline: {r.note}"]
@@ -45,9 +49,11 @@ def _roofline_lines(d: Decision) -> list[str]:
 
 
 def render_md(c: Candidate, links: list[EvidenceLink], d: Decision, points: list[IterationPoint]) -> str:
-    lines = [f"# Verified patch: {c.kernel} v{c.version}", "",
+    lines = [f"# {title(d)}: {c.kernel} v{c.version}", "",
              f"- Status: {d.status}", f"- Candidate: `{c.id}` (job `{c.job_id}`)",
              f"- Speedup: {speedup_text(d.speedup)}"]
+    if d.not_verified:
+        lines.append(f"- Not verified: {d.not_verified}; time it on the target GPU to verify it")
     lines += [f"- {x}" for x in _roofline_lines(d)]
     lines += ["", "## Evidence chain", "", "| step | message | summary |", "|---|---|---|"]
     lines += [f"| {ln.step} | `{ln.message_id}` | {ln.summary.replace('|', '/')} |" for ln in links]
@@ -67,13 +73,13 @@ def render_html(c: Candidate, links: list[EvidenceLink], d: Decision, points: li
                      for k, v in sorted(c.config.items())) or "<li>(no config)</li>"
     roof = "".join(f"<li>{escape(x)}</li>" for x in _roofline_lines(d))
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{escape(c.kernel)} v{c.version}: verified patch</title>
+<html lang="en"><head><meta charset="utf-8"><title>{escape(c.kernel)} v{c.version}: {escape(title(d))}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}
 td,th{{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}}table{{border-collapse:collapse}}
 pre{{background:#f4f4f4;padding:.5em;overflow:auto}}
 svg text{{font-size:11px}}</style></head><body>
-<h1>Verified patch: {escape(c.kernel)} v{c.version}</h1>
-<ul><li>Status: {escape(d.status)}</li><li>Candidate: <code>{escape(c.id)}</code>
+<h1>{escape(title(d))}: {escape(c.kernel)} v{c.version}</h1>
+<ul><li>Status: {escape(d.status)}{escape(f" ({d.not_verified})" if d.not_verified else "")}</li><li>Candidate: <code>{escape(c.id)}</code>
 (job <code>{escape(str(c.job_id))}</code>)</li><li>Speedup: {escape(speedup_text(d.speedup))}</li>{roof}</ul>
 <h2>Speedup per iteration</h2>{speedup_svg(points)}
 <h2>Roofline</h2>{roofline_svg(d)}

@@ -3,7 +3,7 @@
 The verifier measures; the critic asks whether the measurements can be true and whether the chain that
 led to them is whole. A candidate is rejected when
 - a funnel layer failed, is missing, or was skipped where it must run (static and micro always; full only
-  where there is no GPU, which gives "verified, speed not measured");
+  where there is no GPU, which gives a *proposed* patch: correct, speed not measured);
 - its speedup is beyond the roofline: the task's FLOPs and bytes at the benchmarked shape over the H200's
   measured ceilings (4.35 TB/s copy, 784 TFLOP/s bf16 dense, GPU.md) give the shortest possible time,
   and a faster candidate did less work than the task asks (a cheat or a broken benchmark);
@@ -46,7 +46,9 @@ HUMAN_REVIEW = "needs human review"
 ROOF_MARGIN = 0.05
 
 Precision = Literal["exact", "allow_tf32"]
-Status = Literal["verified", "verified, speed not measured", "rejected"]
+# "verified": a speedup measured on the target device whose CI clears the policy; "proposed": correct
+# (static and micro passed) but not measured there, so nothing may apply it as a verified change.
+Status = Literal["verified", "proposed", "rejected"]
 
 
 class TaskBounds(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -80,6 +82,7 @@ class Decision(msgspec.Struct, kw_only=True):
     layer: Layer  # the funnel layer a rejection is charged to (failure records)
     speedup: Measurement
     roofline: RooflineCheck
+    not_verified: str = ""  # why a proposed (accepted, unmeasured) candidate is not verified
 
 
 def review(chain: Chain, bounds: TaskBounds | None = None, gpu: GpuFacts = H200) -> Decision:
@@ -108,8 +111,21 @@ def review(chain: Chain, bounds: TaskBounds | None = None, gpu: GpuFacts = H200)
     if reasons:
         return Decision(accepted=False, status="rejected", reasons=reasons, layer=layer, speedup=speedup,
                         roofline=roof)
-    status: Status = "verified" if speedup.value is not None else "verified, speed not measured"
-    return Decision(accepted=True, status=status, reasons=[], layer=layer, speedup=speedup, roofline=roof)
+    why = unmeasured_reason(full, speedup)
+    return Decision(accepted=True, status="proposed" if why else "verified", reasons=[], layer=layer,
+                    speedup=speedup, roofline=roof, not_verified=why)
+
+
+def unmeasured_reason(full: Verdict | None, speedup: Measurement) -> str:
+    """Why an accepted chain is only proposed ("" when its speedup was measured on a GPU with a CI)."""
+    if speedup.value is None:
+        return f"speedup not measured: {speedup.not_measured or NO_GPU}"
+    device = full.provenance.device if full is not None else "none"
+    if not device or device.startswith("none"):
+        return f"speedup {speedup.value:g} was not measured on a GPU (device {device!r})"
+    if speedup.low is None:
+        return f"speedup {speedup.value:g} has no confidence interval"
+    return ""
 
 
 def _layers(verdicts: dict[str, Verdict], layer: Layer) -> tuple[list[str], Layer]:

@@ -17,6 +17,7 @@ import msgspec
 from ulid import ULID
 
 from services.critic.review import Decision
+from shared.messages import Scalar
 from shared.subjects import token
 
 # Candidate ids remembered as decided per kernel; a job of 50 iterations decides 50, so 2,000 covers the
@@ -31,11 +32,12 @@ class VerifiedEntry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     patch_id: str
     version: int
     job_id: str | None
-    status: str  # "verified" or "verified, speed not measured"
+    status: str  # "verified" (proposed patches are not in force and never enter the history)
     speedup: float | None = None
     speedup_low: float | None = None
     ts: float = 0.0
     rolled_back: bool = False
+    config: dict[str, Scalar] = {}  # the candidate's CONFIG: which launch config telemetry of it shows
 
 
 class KernelState(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -45,6 +47,10 @@ class KernelState(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     decided: list[str] = []  # candidate ids whose outcome was published
     best_by_job: dict[str, str] = {}  # job id -> candidate id of its best verified candidate
     rollbacks: list[str] = []  # ids of the events that caused a rollback (a replayed event acts once)
+    proposed_by_job: dict[str, str] = {}  # job id -> candidate id of its proposed (unmeasured) patch
+    # candidate id -> the kernel's time per launch (us) first seen in telemetry under that version: what a
+    # later anomaly must exceed to be blamed on it (services/critic/regression.py)
+    seen_mean_us: dict[str, float] = {}
 
 
 _ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
@@ -54,7 +60,7 @@ def state_key(kernel: str) -> str:
     return f"verified.{token(kernel)}"
 
 
-def derived_id(kind: Literal["verified", "rejected", "failure", "rollback"], key: str) -> str:
+def derived_id(kind: Literal["verified", "proposed", "rejected", "failure", "rollback"], key: str) -> str:
     """A ULID fixed by (kind, key): its time part from the first ULID in `key`, the rest from a hash.
 
     A republished outcome carries the same id, so JetStream drops it (Nats-Msg-Id de-duplication).
@@ -75,21 +81,36 @@ def entry(state: KernelState, candidate_id: str | None) -> VerifiedEntry | None:
 def not_better(state: KernelState, job_id: str | None, decision: Decision) -> str | None:
     """Why an accepted candidate does not replace its job's best, or None when it does.
 
-    Ordered by the speedup's lower bound; an unmeasured candidate ("verified, speed not measured") is
-    best only while its job has no verified candidate yet.
+    Verified candidates are ordered by the speedup's lower bound. A proposed (unmeasured) candidate cannot
+    be ranked: only the job's first one is published, and none once the job has a verified patch.
     """
     best = entry(state, state.best_by_job.get(job_id or ""))
-    if best is None or best.rolled_back:
+    if best is not None and best.rolled_back:
+        best = None
+    if decision.status == "proposed":
+        if best is not None:
+            return (f"correct, but {decision.not_verified}: cannot show it beats the job's verified best "
+                    f"{best.candidate_id}")
+        if (first := state.proposed_by_job.get(job_id or "")) is not None:
+            return (f"correct, but {decision.not_verified}: the job already proposed {first}, and unmeasured "
+                    "candidates cannot be ranked")
+        return None
+    if best is None:
         return None
     s = decision.speedup
     low = s.low if s.low is not None else s.value
-    if low is None:
-        return (f"verified, speed not measured: cannot show it beats the job's best {best.candidate_id} "
-                f"({best.status})")
-    if best.speedup_low is not None and low <= best.speedup_low:
+    if best.speedup_low is not None and low is not None and low <= best.speedup_low:
         return (f"verified, but its speedup low {low:g} does not beat the job's best {best.candidate_id} "
                 f"(low {best.speedup_low:g})")
     return None
+
+
+def record_proposed(state: KernelState, job_id: str | None, candidate_id: str) -> None:
+    record_decided(state, candidate_id)
+    if job_id:
+        state.proposed_by_job[job_id] = candidate_id
+        while len(state.proposed_by_job) > MAX_JOBS:
+            state.proposed_by_job.pop(next(iter(state.proposed_by_job)))
 
 
 def record_decided(state: KernelState, candidate_id: str) -> None:

@@ -13,7 +13,8 @@
    kernel `matmul_kernel`.
 3. The planner opens a job for it, the verifier runs the funnel (on a CPU machine: static checks and
    interpreter correctness, timing "not measured: no GPU"; on a GPU: timed A/B against the original), the
-   critic publishes verified patches, with a measured speedup when there is a GPU.
+   critic publishes a verified patch when the speedup was measured on the GPU, and on a CPU machine a
+   proposed patch (`patches.proposed.<kernel>`: correct, speed not measured), never a verified one.
 4. Print each state event and patch, the evidence chain of the best one, and how to tail the streams.
 
     python -m services.kpilot.demo --nats nats://127.0.0.1:4222 [--live | --replay] [--timeout 900]
@@ -30,12 +31,14 @@ import time
 from pathlib import Path
 
 from shared.bus import Bus
-from shared.messages import RejectedPatch, StateChangeEvent, VerifiedPatch, decode
+from shared.messages import ProposedPatch, RejectedPatch, StateChangeEvent, VerifiedPatch, decode
 from shared.service import DEFAULT_NATS
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("examples/matmul.py", "examples/vector_add.py", "examples/row_softmax.py")
 TRACE = ROOT / "examples" / "traces" / "h200_poor_matmul_lowbw.jsonl"
+# The critic's chain grace is 10 s (services/critic/critic.py) plus its bus back-off; 30 s covers both.
+PATCH_WAIT_S = 30.0
 
 
 class NoGpu(RuntimeError):
@@ -69,17 +72,25 @@ async def run(url: str, timeout_s: float, speed: float, mode: str = "replay", li
         print(f"[demo] registered {kernel} -> {os.path.relpath(task, ROOT)}")
     bus = await Bus.connect(url, "kpilot")
     patches: list[VerifiedPatch] = []
+    proposed: list[ProposedPatch] = []
     rejected: list[RejectedPatch] = []
     done = asyncio.Event()
+    decided = asyncio.Event()  # a verified or proposed patch arrived
 
     async def on_patch(raw) -> None:  # type: ignore[no-untyped-def]
         msg = decode(raw.data)
         if isinstance(msg, VerifiedPatch):
             patches.append(msg)
+            decided.set()
             speed_txt = (f"{msg.speedup.value:.2f}x" if msg.speedup and msg.speedup.value is not None else
                          f"not measured: {msg.speedup.not_measured if msg.speedup else 'unknown'}")
             print(f"[demo] VERIFIED {raw.subject}: {msg.kernel} v{msg.version} config={msg.config} "
                   f"speedup: {speed_txt}")
+        elif isinstance(msg, ProposedPatch):
+            proposed.append(msg)
+            decided.set()
+            print(f"[demo] PROPOSED {raw.subject}: {msg.kernel} v{msg.version} config={msg.config} "
+                  f"(not verified: {msg.not_verified})")
         elif isinstance(msg, RejectedPatch):
             rejected.append(msg)
             print(f"[demo] rejected {msg.kernel} {msg.candidate_id}: {'; '.join(msg.reasons)[:160]}")
@@ -122,19 +133,30 @@ async def run(url: str, timeout_s: float, speed: float, mode: str = "replay", li
         await asyncio.wait_for(done.wait(), timeout_s)
     except TimeoutError:
         print(f"[demo] the job did not finish within {timeout_s:.0f} s (it goes on in the background)")
+    if done.is_set() and not decided.is_set():
+        # The critic decides from the same verdicts the planner closes the job on: its patch can come
+        # a moment after the job's last update.
+        try:
+            await asyncio.wait_for(decided.wait(), PATCH_WAIT_S)
+        except TimeoutError:
+            pass
     for s in subs:
         await s.unsubscribe()
     await bus.close()
-    print(f"[demo] {len(patches)} verified patch(es), {len(rejected)} rejection(s) in "
-          f"{time.monotonic() - start:.0f} s after the trigger")
-    if patches:
-        best = patches[-1]
+    print(f"[demo] {len(patches)} verified patch(es), {len(proposed)} proposed, {len(rejected)} rejection(s) "
+          f"in {time.monotonic() - start:.0f} s after the trigger")
+    best: VerifiedPatch | ProposedPatch | None = patches[-1] if patches else (proposed[-1] if proposed else None)
+    if best is not None:
         print(f"[demo] evidence chain of {best.kernel} v{best.version}:")
         for link in best.evidence_chain:
             print(f"         {link.step:<10} {link.message_id}  {link.summary[:100]}")
         print("[demo] diff:\n" + "\n".join("         " + line for line in best.diff.splitlines()[:30]))
+    if isinstance(best, ProposedPatch):
+        print(f"[demo] {best.kernel} v{best.version} is PROPOSED, not verified: {best.not_verified}. A patch is "
+              "verified only with a speedup measured on the target GPU whose confidence interval clears the "
+              "policy; run the demo (or `kpilot optimize`) on a GPU machine to time it.")
     print(f"[demo] tail the patches: .venv/bin/kpilot tail 'patches.>' --since 1h --nats {url}")
-    return 0 if patches else 1
+    return 0 if patches or proposed else 1
 
 
 def main() -> None:

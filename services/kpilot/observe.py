@@ -142,6 +142,9 @@ async def tail(url: str, subjects: list[str], *, as_json: bool, since: timedelta
         for s in subs:
             await s.unsubscribe()
         await bus.close()
+    if count is not None and seen < count:
+        print(f"kpilot tail: {seen} of {count} messages within {timeout_s:g} s", file=sys.stderr)
+        return 1
     return 0
 
 

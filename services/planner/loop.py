@@ -146,6 +146,18 @@ class Planner:
             elif not jobs.is_open(s):
                 await self.io.save(s)  # a late verdict of a closed job still lands in its record
 
+    async def cancel(self, job_id: str, reason: str) -> jobs.JobState | None:
+        """End an open job now (`kpilot cancel`); the verifier withdraws its queued candidates when it
+        sees the job's final update. None for a job this planner does not know."""
+        s = self.jobs.get(job_id)
+        if s is None:
+            return None
+        async with self._lock(job_id):
+            if jobs.is_open(s):
+                jobs.finish(s, "cancelled", reason, self.io.now())
+                await self._save_and_tell(s, f"cancelled: {reason}")
+        return s
+
     async def tick(self) -> None:
         """Periodic: republish candidates whose publish failed, time out silent candidates and apply the
         wall-time budget."""

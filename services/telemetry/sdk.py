@@ -292,16 +292,23 @@ def kernel_shares(records: Iterable[LaunchRecord]) -> list[KernelShare]:
 
     A kernel's time is estimated as launches x mean sampled duration; its share is that over the sum for
     all kernels with at least one timed launch. Kernels never timed are left out (no duration is guessed).
+    `config` is the launch config that took most of the kernel's time (which version ran).
     """
     launches: dict[str, int] = {}
     durations: dict[str, list[float]] = {}
+    by_config: dict[str, dict[str, tuple[float, dict]]] = {}  # kernel -> config key -> (time, config)
     for r in records:
         launches[r.kernel] = launches.get(r.kernel, 0) + r.launches
         durations.setdefault(r.kernel, []).extend(r.durations_us)
+        if r.durations_us:
+            key = repr(sorted(r.config.items()))
+            t, _ = by_config.setdefault(r.kernel, {}).get(key, (0.0, r.config))
+            by_config[r.kernel][key] = (t + r.launches * sum(r.durations_us) / len(r.durations_us), r.config)
     est = {k: launches[k] * (sum(d) / len(d)) for k, d in durations.items() if d}
     total = sum(est.values())
     out = [
-        KernelShare(k, t / total if total > 0 else 0.0, launches[k], sum(durations[k]) / len(durations[k]))
+        KernelShare(k, t / total if total > 0 else 0.0, launches[k], sum(durations[k]) / len(durations[k]),
+                    config=dict(max(by_config[k].values(), key=lambda tc: tc[0])[1]))
         for k, t in est.items()
     ]
     return sorted(out, key=lambda s: (-s.share, s.kernel))

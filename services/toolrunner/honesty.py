@@ -19,6 +19,7 @@ from services.toolrunner.output_compare import compare_arrays, describe_failure
 from services.toolrunner.sandbox import Limits, run_worker
 from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
+from services.toolrunner.tricks import name_trick
 from services.toolrunner.workers.honesty import CallRecord, HonestyWorkerInput, HonestyWorkerResult
 from shared.messages import Scalar
 from shared.tools.honesty import Finding, HonestyInput, HonestyOutput, Trial
@@ -39,7 +40,12 @@ CHECKS = (
     "no thread left running and no output written after launch returned",
     "outputs are plain torch.Tensor (no lazy subclass)",
     "the call launches a Triton kernel (Triton tasks) and does not run the reference's torch ops",
+    (
+        "GPU: every Triton launch goes to the caller's stream, and at the full shape (work that outlasts "
+        "the return) the outputs read in stream order at return equal those after a device-wide synchronise"
+    ),
 )
+PENDING = "pending_work"  # the worker's GPU-only call at the full shape (no reference comparison)
 
 
 def _side(req: HonestyWorkerInput, limits: Limits) -> HonestyWorkerResult:
@@ -117,6 +123,12 @@ def run(args: HonestyInput) -> HonestyOutput:
         raise ToolFailure("refused", str(e.args[0])) from e
     device = "cuda" if gpus else "cpu"
     dtype = task.dtype
+    pending_shape: dict[str, Scalar] | None = None
+    if device == "cuda":
+        try:
+            pending_shape = dict(task.shape("full"))
+        except KeyError:
+            pending_shape = None
     if device == "cpu" and task.dtype == "bfloat16":
         shape["dtype"] = dtype = task.cpu_dtype
     if device == "cpu" and task.kind == "cuda":
@@ -158,17 +170,22 @@ def run(args: HonestyInput) -> HonestyOutput:
                 seeds=args.seeds,
                 device=device,
                 out_dir=str(cand_dir),
+                pending_shape=pending_shape,
             ),
             limits,
         )
-        got = {c.name: _load_outputs(c, cand_dir) for c in res.calls}
+        got = {c.name: _load_outputs(c, cand_dir) for c in res.calls if c.name != PENDING}
     finally:
         shutil.rmtree(cand_dir, ignore_errors=True)
-    trials = [_compare(c, got[c.name], ref_out[c.seed], ref_dtypes[c.seed], task, dtype) for c in res.calls]
+    trials = [_compare(c, got[c.name], ref_out[c.seed], ref_dtypes[c.seed], task, dtype)
+              for c in res.calls if c.name != PENDING]
+    raw_ops = {c.name: set(c.raw_ops) for c in res.calls}
     findings = [Finding(kind=k, detail=d, trial=t) for k, d, t in res.findings]  # type: ignore[arg-type]
     for c in res.calls:
         findings += [Finding(kind=k, detail=d, trial=c.name) for k, d in c.findings]  # type: ignore[arg-type]
-    findings += _judge(trials, got, ref_out, args.seeds, ref_ops, cand.kind)
+    findings += _judge(trials, got, ref_out, args.seeds, ref_ops, cand.kind, raw_ops)
+    if pending_shape is None and device == "cuda":
+        res.not_checked.append("pending work at a large shape: not checked: the task has no full shape")
     passed = not findings
     text = "honest on every check" if passed else "; ".join(f"{f.kind}: {f.detail}" for f in findings[:3])
     return HonestyOutput(
@@ -192,9 +209,11 @@ def _judge(
     seeds: list[int],
     ref_ops: list[str],
     kind: str,
+    raw_ops: dict[str, set[str]] | None = None,
 ) -> list[Finding]:
     out = []
     for t in trials:
+        reference_called = bool(ref_ops) and set(ref_ops) <= set(t.torch_ops)
         if not t.passed:
             out.append(
                 Finding(
@@ -203,15 +222,10 @@ def _judge(
                     trial=t.name,
                 )
             )
-        if kind == "triton" and t.triton_launches == 0:
-            out.append(
-                Finding(
-                    kind="no_kernel_launch",
-                    trial=t.name,
-                    detail="launch ran no Triton kernel: the answer came from somewhere else",
-                )
-            )
-        if ref_ops and set(ref_ops) <= set(t.torch_ops):
+        if kind == "triton" and t.triton_launches == 0 and not reference_called:
+            trick = name_trick(got.get(t.name), set(t.torch_ops), set(ref_ops), (raw_ops or {}).get(t.name))
+            out.append(Finding(kind="no_kernel_launch", trial=t.name, detail=f"launch ran no Triton kernel: {trick}"))
+        if reference_called:
             out.append(
                 Finding(
                     kind="calls_reference",

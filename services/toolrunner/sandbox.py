@@ -32,6 +32,7 @@ import msgspec
 
 from services.toolrunner import confinement
 from services.toolrunner.confinement import SANDBOX_GID, SANDBOX_UID, Confinement, Plan
+from services.toolrunner.error_text import error_line
 
 # Variables a worker may inherit. Everything else (tokens, proxies, the caller's CUDA settings) is
 # dropped; the GPU is chosen explicitly by `Limits.gpu`. TRITON_CACHE_DIR is kept so a caller that sets it
@@ -73,8 +74,8 @@ class SandboxOutcome(msgspec.Struct, kw_only=True):
 
     @property
     def message(self) -> str:
-        """One line for a structured failure: what happened and the last words of stderr."""
-        last = self.stderr_tail.strip().splitlines()[-1:] or [""]
+        """One line for a structured failure: what happened and the error line of stderr (error_text.py)."""
+        last = [error_line(self.stderr_tail)]
         match self.status:
             case "timeout":
                 return f"timed out after {self.duration_s:.1f} s"

@@ -1,7 +1,8 @@
 """Funnel accounting: per job and overall, how many candidates each layer stopped and its GPU seconds.
 
 A candidate is "stopped" by the layer of its last verdict when that verdict failed; a candidate whose last
-verdict passed went through; one whose last verdict was skipped ended unmeasured (no GPU). Pure.
+verdict passed went through; one whose last verdict was skipped ended unmeasured (no GPU); one whose last
+verdict is `withdrawn` was dropped because its job ended (not stopped by any layer). Pure.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class FunnelStats(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     candidates: int
     accepted: int  # last verdict is a passing full layer
     unmeasured: int  # last verdict skipped (no GPU)
+    withdrawn: int = 0  # the job ended before the funnel finished the candidate
     layers: list[LayerCount]
     gpu_seconds: float
 
@@ -45,10 +47,13 @@ def _stats(verdicts: list[Verdict]) -> FunnelStats:
     for v in verdicts:
         by_candidate[v.candidate_id][v.layer] = v  # a redelivered verdict replaces the earlier copy
     counts = {layer: LayerCount(layer=layer) for layer in LAYERS}
-    accepted = unmeasured = 0
+    accepted = unmeasured = withdrawn = 0
     for layers in by_candidate.values():
         last = max(layers.values(), key=lambda v: LAYERS.index(v.layer))
+        withdrawn += last.status == "withdrawn"
         for v in layers.values():
+            if v.status == "withdrawn":
+                continue  # the layer never ran
             c = counts[v.layer]
             c.reached += 1
             c.passed += v.status == "pass"
@@ -67,6 +72,7 @@ def _stats(verdicts: list[Verdict]) -> FunnelStats:
         candidates=len(by_candidate),
         accepted=accepted,
         unmeasured=unmeasured,
+        withdrawn=withdrawn,
         layers=layer_list,
         gpu_seconds=sum(c.gpu_seconds for c in layer_list),
     )

@@ -3,7 +3,8 @@
 `verify(job, client)` calls tools through a `ToolClient` and returns one Verdict per layer reached; a
 candidate stops at the first layer that fails. Without a GPU the static layer and the correctness half of
 the micro layer run, the timing measurements say "not measured: no GPU" and the full layer is "skipped".
-A failed candidate is a verdict, never an exception (DESIGN.md rule 5).
+A failed candidate is a verdict, never an exception (DESIGN.md rule 5). A candidate whose job ended
+before a layer starts is withdrawn: one `withdrawn` verdict at that layer, which is not a rejection.
 """
 
 from __future__ import annotations
@@ -72,11 +73,15 @@ class LayerRun:
 
 
 Publish = Callable[[Verdict], Awaitable[None]]
+# Why the candidate's job has ended (the candidate is then withdrawn), or None while it is open.
+Ended = Callable[[], Awaitable[str | None]]
+WITHDRAWN = "withdrawn"
 
 
 class Funnel:
-    def __init__(self, client: ToolClient, policy: VerifyPolicy | None = None) -> None:
-        self.client, self.policy = client, policy or VerifyPolicy()
+    def __init__(self, client: ToolClient, policy: VerifyPolicy | None = None,
+                 ended: Ended | None = None) -> None:
+        self.client, self.policy, self.ended = client, policy or VerifyPolicy(), ended
 
     async def _call(self, run: LayerRun, tool: str, args: msgspec.Struct, out: type[Any]) -> Any:
         value, res = await call_typed(self.client, tool, args, out)
@@ -89,6 +94,8 @@ class Funnel:
         cand_path = job.candidate_path or job.task_path
         parent_path = job.parent_path or job.task_path
         target = self.policy.target
+        method = f"compile {target}, ptxas -v, SASS diff against the parent"
+        run.provenance = Provenance(device="none (static)", method=method)  # a failed compile says it too
         try:
             compiled: CompileOutput = await self._call(
                 run,
@@ -104,7 +111,7 @@ class Funnel:
             triton=versions.get("triton", ""),
             torch=versions.get("torch", ""),
             cuda=versions.get("nvcc", ""),
-            method=f"compile {target}, ptxas -v, SASS diff against the parent",
+            method=method,
         )
         # The parent's compile next, on its own: a compile imports its file (user code), so the candidate's
         # and the parent's never run side by side. Cached after the first candidate of a parent; a failure
@@ -367,6 +374,11 @@ class Funnel:
         checked = True
         for name, step in layers:
             run = run if name == "static" else LayerRun(name)
+            # Checked before every layer: a job that ended (budget, convergence, cancel) while its
+            # candidate queued or between layers gets its candidate withdrawn, not verified.
+            if self.ended is not None and (why := await self.ended()):
+                await emit(run, "withdrawn", LayerFailed([f"{WITHDRAWN}: {why}; not verified"]))
+                break
             if name == "full" and not checked:
                 run.reasons.append("skipped: correctness was not checked on this machine")
                 run.measurements.append(Measurement(name="speedup", not_measured=NO_GPU))

@@ -9,6 +9,7 @@ from services.verifier.client import BusToolClient
 from services.verifier.funnel import Funnel
 from services.verifier.jobs import Lineage
 from services.verifier.policy import VerifyPolicy
+from services.verifier.withdraw import JobWatch
 from shared.messages import Candidate, Verdict
 from shared.service import ServiceRuntime
 from shared.subjects import verdict_subject
@@ -21,6 +22,7 @@ ACK_WAIT_S = 1800.0
 async def setup(runtime: ServiceRuntime, policy: VerifyPolicy | None = None) -> None:
     runtime.details["role"] = "verifier"
     lineage = Lineage()
+    watch = JobWatch(runtime.bus)
 
     async def publish(v: Verdict) -> None:
         await runtime.bus.publish(verdict_subject(v.layer, v.kernel), v)
@@ -28,7 +30,7 @@ async def setup(runtime: ServiceRuntime, policy: VerifyPolicy | None = None) -> 
     async def on_candidate(c: Candidate) -> None:
         job = lineage.job(c)
         client = BusToolClient(runtime.bus, source="verifier", job_id=c.job_id, causation_id=c.id)
-        verdicts = await Funnel(client, policy).verify(job, publish)
+        verdicts = await Funnel(client, policy, ended=lambda: watch.ended(c.job_id)).verify(job, publish)
         runtime.log.info(
             "verified", candidate=c.id, kernel=c.kernel, layers=[f"{v.layer}:{v.status}" for v in verdicts]
         )

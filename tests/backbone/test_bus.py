@@ -167,6 +167,22 @@ async def test_planner_may_not_publish_verified_patches(make_bus: BusFactory) ->
     assert ack.stream == "PATCHES"
 
 
+@pytest.mark.parametrize("who", ["planner", "verifier", "operator"])
+async def test_only_the_critic_may_publish_proposed_patches(make_bus: BusFactory, who: str) -> None:
+    bus = await make_bus(who)
+    errors: list[str] = []
+
+    async def _err(e: Exception) -> None:
+        errors.append(str(e))
+
+    bus.nc._error_cb = _err
+    with pytest.raises(BusError, match="not acknowledged"):
+        await bus.publish(patch_subject("proposed", "x"), Heartbeat(source=who), timeout_s=1.0)
+    assert any("permissions violation for publish" in e and "patches.proposed.x" in e for e in errors)
+    ack = await (await make_bus("critic")).publish(patch_subject("proposed", "x"), Heartbeat(source="critic"))
+    assert ack.stream == "PATCHES"
+
+
 async def test_unreachable_server_names_the_fix() -> None:
     with pytest.raises(BusError, match="kpilot up"):
         await Bus.connect(f"nats://127.0.0.1:{free_port()}", "planner", timeout_s=0.5)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.natsserver import free_port, port_open
+from shared.bus import Bus
+from shared.messages import Heartbeat
+from shared.natsserver import EmbeddedServer, free_port, port_open
 from shared.subjects import SERVICE_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,3 +82,24 @@ def test_up_refuses_a_non_positive_telemetry_period(tmp_path: Path) -> None:
     out = kpilot("up", "--detach", "--port", str(free_port()), "--state-dir", str(tmp_path),
                  "--telemetry-period", "0", timeout=30)
     assert out.returncode == 2 and "give a positive number of seconds" in out.stderr
+
+
+async def test_tail_count_ends_with_fewer_messages_than_asked(nats_server: EmbeddedServer,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`tail --count N` used to wait forever with fewer than N stored: it ends at --timeout (30 s by
+    default with --count) and says how many came."""
+    import asyncio
+
+    from services.kpilot.commands import stack
+    from services.kpilot.main import build_parser
+
+    bus = await Bus.connect(nats_server.url("operator"), "test")
+    await bus.publish("ops.note.x", Heartbeat(source="test"))
+    await bus.close()
+    url = nats_server.url("operator")
+    monkeypatch.setattr(stack, "COUNT_TIMEOUT_S", 1.5)
+    args = build_parser().parse_args(["tail", "ops.note.>", "--since", "5m", "--count", "3", "--nats", url])
+    code = await asyncio.to_thread(args.func, args)
+    out = capsys.readouterr()
+    assert code == 1 and len(out.out.splitlines()) == 1 and "1 of 3 messages within 1.5 s" in out.err

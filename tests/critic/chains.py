@@ -4,7 +4,9 @@ The figures are real (tests/fixtures/h200-probe): the bf16 8192^3 Triton matmul 
 1 stage (89 TFLOP/s) is the baseline and 128x128x32/GROUP_M 8/3 stages (546 TFLOP/s) the candidate; the
 fp32 vector add of 2^28 elements at BLOCK 4096 (0.750 ms) is the baseline and BLOCK 256 (0.735 ms, 4.38 TB/s,
 above the 4.35 TB/s copy "ceiling") the candidate. Times are the task's FLOPs over the measured rate, as
-the probe reports them; no confidence interval is given because the probe measured none.
+the probe reports them. The probe measured no confidence interval, so a full verdict's speedup carries the
+relative CI of the one H200 bench_ab record (tests/fixtures/h200/bench_ab_vector_add.json, ABBA bootstrap
+95 %): the critic verifies only a speedup whose CI clears the policy.
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ def matmul_ms(config: str) -> float:
     return MATMUL_FLOPS / (float(tflops) * 1e12) * 1e3
 
 
+def ci_fraction() -> tuple[float, float]:
+    """(low / speedup, high / speedup) of the H200 bench_ab record."""
+    ab = json.loads((PROBE.parent / "h200" / "bench_ab_vector_add.json").read_text())
+    return ab["ci_low"] / ab["speedup"], ab["ci_high"] / ab["speedup"]
+
+
 def add_ms(key: str) -> float:
     return float(probe("bench.json")[key])  # type: ignore[arg-type]
 
@@ -63,14 +71,16 @@ class Job(msgspec.Struct, kw_only=True):
 
 
 def tc_event(kernel: str = "matmul_kernel", event: str = "tc_underutilization", ts: float | None = None,
-             share: float = 0.82) -> StateChangeEvent:
+             share: float = 0.82, mean_us: float = 12360.0, config: dict | None = None,
+             others: list[KernelShare] | None = None) -> StateChangeEvent:
     extra = {"ts": ts} if ts is not None else {}
+    hot = [KernelShare(kernel=kernel, share=share, launches=120, mean_us=mean_us, config=config or {})]
     return StateChangeEvent(
         source="telemetry", event=event, edge="start", node="node0", gpu="0",  # type: ignore[arg-type]
         detector=event, detail="tensor_core_util 11.4 < 30 for 30s",
         triples=[StateTriple("tensor_core_util", "current", "global_avg", 11.4, "pct", "nvml_gpm:5"),
                  StateTriple("sm_active", "current", "global_avg", 96.0, "pct", "nvml_gpm:2")],
-        hot_kernels=[KernelShare(kernel=kernel, share=share, launches=120, mean_us=12360.0)], **extra)
+        hot_kernels=sorted(hot + (others or []), key=lambda k: -k.share), **extra)
 
 
 def job(*, kernel: str = "matmul_kernel", version: int = 1, trigger: Message | None = None,
@@ -126,7 +136,9 @@ def full_verdict(cand: Candidate, base_ms: float, cand_ms: float, status: str = 
                        **cand.caused())
     return Verdict(source="verifier", candidate_id=cand.id, kernel=cand.kernel, layer="full",
                    status=status, reasons=["speedup outside the noise"], provenance=PROV,  # type: ignore
-                   measurements=[Measurement(name="speedup", value=base_ms / cand_ms, unit="x"),
+                   measurements=[Measurement(name="speedup", value=base_ms / cand_ms, unit="x",
+                                             low=base_ms / cand_ms * ci_fraction()[0],
+                                             high=base_ms / cand_ms * ci_fraction()[1]),
                                  Measurement(name="baseline_median_ms", value=base_ms, unit="ms"),
                                  Measurement(name="candidate_median_ms", value=cand_ms, unit="ms")],
                    **cand.caused())

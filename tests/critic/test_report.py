@@ -52,7 +52,8 @@ def test_the_html_page_is_self_contained_with_two_svg_plots_and_the_kernels_poin
 
 def test_without_a_gpu_the_report_says_not_measured_and_draws_no_point() -> None:
     _, _d, md, html = rendered(job(full="skipped"))
-    assert "- Speedup: not measured: no GPU" in md and "verified, speed not measured" in md
+    assert "- Speedup: not measured: no GPU" in md and "- Status: proposed" in md
+    assert md.startswith("# Proposed patch (not verified)") and "- Not verified: speedup not measured" in md
     svgs = re.findall(r"<svg .*?</svg>", html, flags=re.DOTALL)
     assert "not measured" in svgs[0]
     assert "time not measured: no GPU" in svgs[1] and "TFLOP/s</text>" not in svgs[1].split("kernel")[-1]

@@ -6,7 +6,7 @@ import pytest
 
 from services.critic.chain import MessageIndex, build_chain
 from services.critic.review import TaskBounds, review
-from shared.messages import ChangeDescription, Measurement, Verdict
+from shared.messages import ChangeDescription, Measurement, Provenance, Verdict
 
 from .chains import ADD_BYTES, MATMUL_BYTES, MATMUL_FLOPS, Job, add_ms, job, matmul_ms, request
 
@@ -100,9 +100,9 @@ def test_a_causation_id_that_does_not_resolve_is_rejected() -> None:
     assert not d.accepted and any("does not resolve" in r for r in d.reasons)
 
 
-def test_on_cpu_a_skipped_full_layer_gives_verified_speed_not_measured() -> None:
+def test_on_cpu_a_skipped_full_layer_gives_a_proposed_patch_not_a_verified_one() -> None:
     d = decide(job(full="skipped"))
-    assert d.accepted and d.status == "verified, speed not measured"
+    assert d.accepted and d.status == "proposed" and d.not_verified == "speedup not measured: no GPU"
     assert d.speedup.value is None and d.speedup.not_measured == "no GPU"
     assert d.roofline.note == "not checked: speedup not measured (no GPU)"
 
@@ -148,3 +148,15 @@ def test_the_verifiers_roofline_bound_is_used_when_the_task_formulas_are_not_kno
                                                    unit="ms (least possible time on the H200)"))
     d = decide(j, bounds=None)
     assert any("roofline floor 1.402 ms" in r for r in d.reasons)
+
+
+def test_a_speedup_without_a_ci_or_off_the_gpu_is_only_proposed() -> None:
+    j = job()
+    j.verdicts[-1].measurements[0].low = None
+    d = decide(j)
+    assert d.accepted and d.status == "proposed" and "no confidence interval" in d.not_verified
+    j = job()
+    j.verdicts[-1].provenance = Provenance(device="none")
+    d = decide(j)
+    assert d.status == "proposed" and "not measured on a GPU" in d.not_verified
+    assert decide(job()).status == "verified" and decide(job()).not_verified == ""

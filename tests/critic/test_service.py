@@ -21,8 +21,10 @@ from shared.bus import Bus
 from shared.messages import (
     Candidate,
     FailureRecord,
+    KernelShare,
     Measurement,
     Message,
+    ProposedPatch,
     RejectedPatch,
     Rollback,
     Verdict,
@@ -112,6 +114,21 @@ async def test_a_verdict_chain_becomes_one_verified_patch_with_its_whole_evidenc
     assert state.current == j.candidate.id and state.decided == [j.candidate.id]
 
 
+async def test_a_chain_without_gpu_timing_becomes_a_proposed_patch_and_nothing_verified(
+        make_bus: BusFactory) -> None:
+    j = job(full="skipped")  # what the verifier publishes on a CPU machine
+    await start_critic(make_bus)
+    await publish(make_bus, j.messages)
+    op = await make_bus("operator")
+    [patch] = await wait_for(op, "patches.proposed.>")  # the event that would show a verified patch too
+    assert isinstance(patch, ProposedPatch) and patch.candidate_id == j.candidate.id
+    assert patch.not_verified == "speedup not measured: no GPU" and patch.diff == j.candidate.diff
+    assert patch.report_md.startswith("# Proposed patch (not verified)")
+    assert await stream(op, "patches.verified.>") == [] and await stream(op, "failures.>") == []
+    state = await kernel_state(op, "matmul_kernel")
+    assert state.current is None and state.history == [] and state.decided == [j.candidate.id]
+
+
 async def test_a_chain_the_roofline_contradicts_is_rejected_with_a_failure_record(
         make_bus: BusFactory) -> None:
     j = job(speedup=(matmul_ms("tri_mm_32_32_32_1_4_1"), 1.0))  # 1100 TFLOP/s: beyond 784
@@ -140,7 +157,7 @@ async def test_a_regression_rolls_back_to_the_previous_verified_version(make_bus
     patches = await wait_for(op, "patches.verified.>", n=2)
     assert [p.candidate_id for p in patches] == [first.candidate.id, second.candidate.id]  # type: ignore
     report = patches[1].report_md  # type: ignore[attr-defined]
-    assert f"| v1 | `{first.candidate.id}` | 6.14x |" in report
+    assert f"| v1 | `{first.candidate.id}` | 6.14x (95% CI 6.13-6.14) |" in report
     assert f"| v2 (this) | `{second.candidate.id}`" in report
     regression = tc_event(event="regression", ts=time.time() + 1)
     await publish(make_bus, [regression, regression])  # the repeat is de-duplicated by id
@@ -148,12 +165,32 @@ async def test_a_regression_rolls_back_to_the_previous_verified_version(make_bus
     assert isinstance(rb, Rollback) and rb.causation_id == regression.id
     assert (rb.from_candidate_id, rb.to_candidate_id) == (second.candidate.id, first.candidate.id)
     assert (await kernel_state(op, "matmul_kernel")).current == first.candidate.id
-    again = tc_event(event="anomaly", ts=time.time() + 2)
-    await publish(make_bus, [again])
+    sighting = tc_event(ts=time.time() + 2)  # v1's first figures in telemetry: what a rise is judged by
+    again = tc_event(event="anomaly", ts=time.time() + 3, mean_us=12360.0 * 1.5)
+    await publish(make_bus, [sighting, again])
     rbs = await wait_for(op, "patches.rollback.>", n=2)
     last = rbs[1]
     assert isinstance(last, Rollback)
     assert (last.from_candidate_id, last.to_candidate_id) == (first.candidate.id, None)
+
+
+async def test_a_demo_rerun_or_another_kernels_episode_does_not_roll_the_patch_back(
+        make_bus: BusFactory) -> None:
+    j = job()
+    await start_critic(make_bus)
+    await publish(make_bus, j.messages)
+    op = await make_bus("operator")
+    [patch] = await wait_for(op, "patches.verified.>")
+    untuned = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "num_stages": 1}  # what a re-run's workload runs
+    assert any(j.candidate.config.get(k) != v for k, v in untuned.items())
+    rerun = tc_event(event="regression", ts=time.time() + 1, config=untuned)
+    copy = KernelShare(kernel="copy_kernel", share=0.79, launches=900, mean_us=310.0)
+    other = tc_event(event="bandwidth_low", ts=time.time() + 2, share=0.21, others=[copy])
+    genuine = tc_event(event="regression", ts=time.time() + 3, config=dict(j.candidate.config))
+    await publish(make_bus, [rerun, other, genuine])  # one consumer: handled in this order
+    [rb] = await wait_for(op, "patches.rollback.>")
+    assert isinstance(rb, Rollback) and rb.causation_id == genuine.id, rb
+    assert rb.from_candidate_id == patch.candidate_id  # type: ignore[attr-defined]
 
 
 async def test_a_restarted_critic_replaying_every_verdict_publishes_the_patch_once(

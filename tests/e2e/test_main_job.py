@@ -1,6 +1,7 @@
 """The main job end to end, as `make run` runs it on a machine without a GPU: a real nats-server and the
-six services as processes (`kpilot up`), the recorded H200 trace replayed into telemetry, and a verified
-patch whose evidence chain walks back to the telemetry sample. Every causation id on the streams resolves."""
+six services as processes (`kpilot up`), the recorded H200 trace replayed into telemetry, and a proposed
+patch (correct, speed not measured: no GPU here) whose evidence chain walks back to the telemetry sample;
+nothing on `patches.verified.*`. Every causation id on the streams resolves."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _run(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_trace_to_verified_patch(tmp_path: Path) -> None:
+def test_trace_to_proposed_patch_and_nothing_verified(tmp_path: Path) -> None:
     port, state = free_port(), str(tmp_path / "state")
     url = f"nats://127.0.0.1:{port}"
     up = _run("services.kpilot", "up", "--detach", "--port", str(port), "--state-dir", state, timeout=200)
@@ -31,7 +32,8 @@ def test_trace_to_verified_patch(tmp_path: Path) -> None:
         demo = _run("services.kpilot.demo", "--nats", url, "--timeout", "600", timeout=900)
         out = demo.stdout
         assert demo.returncode == 0, out + demo.stderr
-        assert "event tc_underutilization start" in out and "VERIFIED patches.verified.matmul_kernel" in out
+        assert "event tc_underutilization start" in out and "PROPOSED patches.proposed.matmul_kernel" in out
+        assert "VERIFIED" not in out and "is PROPOSED, not verified: speedup not measured: no GPU" in out
         subjects = ("telemetry.>", "events.>", "optimize.request", "jobs.>", "candidates.>", "verdicts.>",
                     "patches.>")
         tail = _run("services.kpilot", "tail", *subjects, "--json", "--since", "1h", "--timeout", "15",
@@ -41,8 +43,11 @@ def test_trace_to_verified_patch(tmp_path: Path) -> None:
     finally:
         _run("services.kpilot", "down", "--port", str(port), "--state-dir", state, timeout=60)
     by_id = {m["data"]["id"]: m["data"] for m in msgs if isinstance(m["data"], dict) and "id" in m["data"]}
-    patches = [m["data"] for m in msgs if m["subject"].startswith("patches.verified.")]
-    assert patches, "no verified patch on the stream"
+    patches = [m["data"] for m in msgs if m["subject"].startswith("patches.proposed.")]
+    assert patches, "no proposed patch on the stream"
+    # The demo printed the proposed patch, so the critic had decided: nothing verified was published.
+    assert not [m for m in msgs if m["subject"].startswith("patches.verified.")]
+    assert patches[0]["kind"] == "proposed_patch" and "no GPU" in patches[0]["not_verified"]
     patch = patches[0]
     assert patch["diff"].startswith("--- ") and "+CONFIG = " in patch["diff"]
     assert patch["speedup"]["value"] is None and "no GPU" in patch["speedup"]["not_measured"]

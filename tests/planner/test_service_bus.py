@@ -15,7 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
-from services.kpilot.commands.planner import optimize
+from services.kpilot.commands.planner import exit_status, optimize
 from services.planner import jobs
 from services.planner.service import setup
 from shared.messages import Candidate, Measurement, Verdict
@@ -83,6 +83,7 @@ async def test_optimize_end_to_end_and_resume(make_bus, nats_server, tmp_path: P
     assert tuple(best["config"][k] for k in KEYS) == (128, 256, 64, 8, 8, 4)
     assert Path(best["path"]).is_file() and best["diff"].startswith("--- a/matmul.py")
     assert len(out["verdicts"]) == 2 * len(out["candidates"])
+    assert exit_status(out) == 3  # measured, but no critic here published a verified patch
 
     # The job record is in the `jobs` KV bucket; a restarted planner resumes it without re-planning.
     kv = await planner_bus.js.key_value("jobs")
@@ -110,3 +111,4 @@ async def test_missing_task_fails_the_job_with_a_reason(
     gone.unlink()
     out = await optimize(nats_server.url("operator"), gone_path, args)
     assert out["status"] == "failed" and "cannot read task" in out["reasons"][0]
+    assert exit_status(out) == 1

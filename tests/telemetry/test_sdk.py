@@ -157,6 +157,19 @@ def test_kernel_shares() -> None:
     assert m.share == pytest.approx(2200 / (2200 + 1100)) and a.share == pytest.approx(1100 / 3300)
 
 
+def test_a_kernel_share_names_the_config_that_took_most_of_its_time() -> None:
+    """Which version ran: the critic blames a patch only for telemetry of its own config."""
+    recs = [
+        LaunchRecord(kernel="matmul", launches=10, t_first=0, t_last=1, durations_us=[1600.0],
+                     config={"BLOCK_M": 32, "num_warps": 4}),
+        LaunchRecord(kernel="matmul", launches=30, t_first=1, t_last=2, durations_us=[190.0],
+                     config={"BLOCK_M": 128, "num_warps": 8}),
+        LaunchRecord(kernel="matmul", launches=50, t_first=1, t_last=2, durations_us=[], config={"BLOCK_M": 64}),
+    ]
+    [m] = kernel_shares(recs)
+    assert m.config == {"BLOCK_M": 32, "num_warps": 4}  # 16 ms of time against 5.7 ms; untimed never counts
+
+
 @pytest.mark.gpu
 def test_real_launches_on_gpu() -> None:
     import torch

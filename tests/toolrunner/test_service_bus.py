@@ -108,10 +108,18 @@ async def test_kpilot_tool_cli(runner: ServiceRuntime, nats_server: EmbeddedServ
     bad = await asyncio.to_thread(_kpilot, url, "tool", "launch_config", "--args", '{"grid": "x"}')
     assert bad.returncode == 2
     assert "grid" in bad.stderr and "num_warps" in bad.stderr
-    listing = await asyncio.to_thread(_kpilot, url, "tool", "--list")
+    listing = await asyncio.to_thread(_kpilot, url, "tool", "--list", "--json")
     tools = {t["name"]: t for t in json.loads(listing.stdout)}
-    assert {"compile", "ptxas_info", "sass", "launch_config", "run_correctness", "mem_access_profile"} <= set(tools)
-    assert "bench" not in tools  # GPU tools are advertised only where a GPU is present
+    assert {"compile", "ptxas_info", "sass", "launch_config", "run_correctness", "mem_access_profile",
+            "bench", "bench_ab", "ncu_profile"} <= set(tools)  # every tool, GPU ones included
+    assert tools["bench"]["runs_on"] == "gpu runner" and tools["bench"]["served_by"] == []  # no GPU here
+    assert tools["compile"]["runs_on"] == "cpu or gpu runner" and len(tools["compile"]["served_by"]) == 1
+    text = await asyncio.to_thread(_kpilot, url, "tool", "--list")
+    assert any(line.startswith("bench ") and "no runner up serves it" in line for line in text.stdout.splitlines())
+    unknown = await asyncio.to_thread(_kpilot, url, "tool", "nosuchtool")
+    assert unknown.returncode == 2 and "unknown tool 'nosuchtool' (see kpilot tool --list)" in unknown.stderr
+    gpu_only = await asyncio.to_thread(_kpilot, url, "tool", "bench", "--args", "{}")
+    assert gpu_only.returncode == 1 and "unavailable" in gpu_only.stderr and "unknown" not in gpu_only.stderr
     status = await asyncio.to_thread(_kpilot, url, "status", "--json")
     runner = next(r for r in json.loads(status.stdout) if r["name"] == "toolrunner")
     assert runner["details"]["gpus"] == "0" and runner["details"]["gpu_model"] == "none"

@@ -47,6 +47,12 @@ CPU_CHEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     ),
     "torch_fallback": ("vector_add", "micro", ("no_kernel_launch", "calls_reference")),
     "hardcoded_shape": ("vector_add", "micro", ("wrong output on edge:",)),
+    # No Triton kernel at all (as LLM-written candidates do it): the reason names what launch returned.
+    "empty_no_kernel": ("vector_add", "static", (("launch ran no Triton kernel, so there is nothing to compile: "
+                                                 "empty/uninitialised output"),)),
+    "zeros_no_kernel": ("vector_add", "static", ("constant output: every element is 0 whatever the input",)),
+    "reference_no_kernel": ("vector_add", "static", (("reference called: launch computes its output with the "
+                                                     "reference's own torch ops (aten.add)"),)),
     "precision_fp16": ("vector_add", "static", ("precision downgrade",)),
     "matmul_fp16_accumulate": (
         "matmul",
@@ -67,6 +73,7 @@ CPU_CHEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 GPU_CHEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "side_stream": ("vector_add", "micro", ("side_stream", "late_write", "wrong output")),
+    "side_stream_fast": ("vector_add", "micro", ("cheat: side_stream",)),
     "benchmark_shape_cache": ("vector_add", "full", ("impossible speedup",)),
     "uninitialised_output": ("vector_add", "micro", ("wrong output",)),
 }

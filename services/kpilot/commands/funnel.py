@@ -34,7 +34,8 @@ def _funnel(args: argparse.Namespace) -> int:
         return 0
     for name, stats in [("overall", report.overall), *sorted(report.jobs.items())]:
         print(f"{name or '(no job)'}: {stats.candidates} candidates, {stats.accepted} accepted, "
-              f"{stats.unmeasured} unmeasured (no GPU), {stats.gpu_seconds:.1f} GPU s")
+              f"{stats.unmeasured} unmeasured (no GPU), {stats.withdrawn} withdrawn (job ended), "
+              f"{stats.gpu_seconds:.1f} GPU s")
         for c in stats.layers:
             print(f"    {c.layer:<7} reached {c.reached:>3}  stopped {c.stopped:>3}  passed {c.passed:>3}  "
                   f"skipped {c.skipped:>3}  GPU s {c.gpu_seconds:8.1f}")

@@ -1,16 +1,19 @@
-"""kpilot optimize TASK.py | kpilot train-classifier."""
+"""kpilot optimize TASK.py | kpilot train-classifier.
+
+`optimize` prints a line as each candidate is queued and decided (nothing but the JSON with `--json`), and
+exits 0 when the job got a verified patch, 3 when it ended with a proposed patch or nothing verified, 1 on
+an error. Ctrl-C says the job id and asks whether to cancel the job (`kpilot cancel`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 from services.kpilot.commands.common import nats_arg
-
-TERMINAL = ("converged", "budget_exhausted", "roofline", "failed", "done")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--patch-wait",
         type=float,
         default=15.0,
-        help="seconds to wait after the job ends for the critic's verified/rejected patch",
+        help="longest wait after the job ends for the critic's outcomes (verified/proposed/rejected)",
     )
     p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     p.set_defaults(func=_optimize)
@@ -45,25 +48,88 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_train)
 
 
+# Exit status of `kpilot optimize`: a verified patch (measured on the GPU) / the job ended with a proposed
+# patch or nothing verified / an error (the job failed, no final update, bad input).
+EXIT_VERIFIED, EXIT_UNVERIFIED, EXIT_ERROR = 0, 3, 1
+
+
 def _optimize(args: argparse.Namespace) -> int:
+    from shared.ids import new_id
+
     if not args.task.is_file():
         raise ValueError(f"no task file {args.task}; pass a kernel task such as examples/matmul.py")
-    out = asyncio.run(optimize(args.nats, args.task.resolve(), args))
+    job_id = f"job-{new_id()}"
+    progress = None if args.json else _progress
+    try:
+        out = asyncio.run(optimize(args.nats, args.task.resolve(), args, job_id=job_id, progress=progress))
+    except KeyboardInterrupt:
+        return _interrupted(args.nats, job_id)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         _print(out)
-    return 0 if out["status"] in ("converged", "roofline", "done", "budget_exhausted") else 1
+    return exit_status(out)
 
 
-async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
+def exit_status(out: dict) -> int:
+    """0: a verified patch for the job; 3: the job ended with a proposed patch or nothing verified;
+    1: it failed or never ended."""
+    from shared.messages import JOB_ENDED
+
+    if out["status"] not in JOB_ENDED or out["status"] == "failed":
+        return EXIT_ERROR
+    if any(p["subject"].startswith("patches.verified.") for p in out["patches"]):
+        return EXIT_VERIFIED
+    return EXIT_UNVERIFIED
+
+
+def _interrupted(url: str, job_id: str) -> int:
+    """Ctrl-C: the job runs on in the planner; say its id and offer to cancel it (stderr: stdout may be
+    JSON)."""
+    import sys
+
+    from services.kpilot.commands.cancel import cancel_job
+
+    print(f"\ninterrupted: job {job_id} goes on in the planner", file=sys.stderr)
+    how = f"kpilot cancel {job_id} --nats {url}"
+    if not sys.stdin.isatty():
+        print(f"cancel it with: {how}", file=sys.stderr)
+        return 130
+    try:
+        answer = input(f"cancel job {job_id}? [y/N] ")
+    except (EOFError, KeyboardInterrupt):
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        print(f"left running; cancel it later with: {how}", file=sys.stderr)
+        return 130
+    code, text = asyncio.run(cancel_job(url, job_id, "cancelled by Ctrl-C on kpilot optimize", 30.0))
+    print(text, file=sys.stderr)
+    return 130 if code == 0 else EXIT_ERROR
+
+
+def _progress(line: str) -> None:
+    print(line, flush=True)
+
+
+async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: str | None = None,
+                   progress: Callable[[str], None] | None = None) -> dict:
     import msgspec
 
     from shared.bus import Bus
     from shared.ids import new_id
-    from shared.messages import Candidate, JobUpdate, OptimizeRequest, Verdict, VerifiedPatch, decode
+    from shared.messages import (
+        JOB_ENDED,
+        Candidate,
+        JobUpdate,
+        OptimizeRequest,
+        ProposedPatch,
+        Verdict,
+        VerifiedPatch,
+        decode,
+    )
     from shared.subjects import OPTIMIZE_REQUEST
 
+    say = progress or (lambda _line: None)
     bus = await Bus.connect(url, "kpilot")
     req = OptimizeRequest(
         source="kpilot",
@@ -73,7 +139,7 @@ async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
         gpu_budget_s=args.gpu_budget,
         max_candidates=args.max_candidates,
         policy=args.policy,
-        job_id=f"job-{new_id()}",
+        job_id=job_id or f"job-{new_id()}",
     )
     state: dict = {
         "job_id": req.job_id,
@@ -85,7 +151,18 @@ async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
         "request_id": req.id,
     }
     finished = asyncio.Event()
-    ended_at: list[float] = []
+    settled = asyncio.Event()  # the job ended and the critic decided every finished candidate
+    decided: set[str] = set()  # candidates with a final verdict (a failed layer or the full layer)
+    outcome: set[str] = set()  # candidates the critic published a patch or rejection for
+
+    def version(cid: str) -> str:
+        c = state["candidates"].get(cid)
+        return f"v{c['version']}" if c else cid
+
+    def check_settled() -> None:
+        verified = any(p["subject"].startswith("patches.verified.") for p in state["patches"])
+        if finished.is_set() and (verified or decided <= outcome):
+            settled.set()
 
     async def on_msg(m) -> None:
         try:
@@ -96,8 +173,8 @@ async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
             state["job_id"] = msg.job_id
             state["status"] = msg.status
             state["updates"].append(msgspec.to_builtins(msg))
-            if msg.status in TERMINAL:
-                ended_at.append(time.monotonic())
+            say(f"job {msg.job_id}: {msg.status}" + (f" ({msg.note[:120]})" if msg.note else ""))
+            if msg.status in JOB_ENDED:
                 finished.set()
         elif isinstance(msg, Candidate) and msg.job_id == state["job_id"]:
             state["candidates"][msg.id] = {
@@ -106,6 +183,7 @@ async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
                 "path": msg.candidate_path,
                 "diff": msg.diff,
             }
+            say(f"  v{msg.version} queued: config {msg.config}")
         elif isinstance(msg, Verdict) and msg.job_id == state["job_id"]:
             state["verdicts"].append(
                 {
@@ -116,23 +194,36 @@ async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
                     "measurements": msgspec.to_builtins(msg.measurements),
                 }
             )
+            if msg.status != "withdrawn" and (msg.status == "fail" or msg.layer == "full"):
+                decided.add(msg.candidate_id)  # the critic will publish an outcome for it
+            if msg.status in ("fail", "withdrawn") or msg.layer == "full":
+                why = "; ".join(msg.reasons)[:120]
+                say(f"  {version(msg.candidate_id)} {msg.layer}: {msg.status}" + (f" ({why})" if why else ""))
         elif msg.job_id == state["job_id"] and m.subject.startswith("patches."):
-            row = {"subject": m.subject, "candidate_id": getattr(msg, "candidate_id", "")}
-            if isinstance(msg, VerifiedPatch):
+            cid = getattr(msg, "candidate_id", "")
+            row = {"subject": m.subject, "candidate_id": cid}
+            if isinstance(msg, VerifiedPatch | ProposedPatch):
                 row |= {
                     "diff": msg.diff,
                     "config": msg.config,
                     "speedup": msgspec.to_builtins(msg.speedup) if msg.speedup else None,
                 }
-            else:
+            if isinstance(msg, ProposedPatch):
+                row["not_verified"] = msg.not_verified
+            elif not isinstance(msg, VerifiedPatch):
                 row["reasons"] = getattr(msg, "reasons", None) or getattr(msg, "reason", "")
             state["patches"].append(row)
+            outcome.add(cid)
+            kind = m.subject.split(".")[1]
+            say(f"  {version(cid)} {kind}" + (f": {row['not_verified']}" if "not_verified" in row else ""))
+        check_settled()
 
     subs = [
         await bus.nc.subscribe(s, cb=on_msg) for s in ("jobs.>", "candidates.>", "verdicts.>", "patches.>")
     ]
     try:
         await bus.publish(OPTIMIZE_REQUEST, req)
+        say(f"job {req.job_id} requested for {task.name} (Ctrl-C: choose to cancel it or leave it running)")
         try:
             await asyncio.wait_for(finished.wait(), timeout=args.budget + 120.0)
         except TimeoutError:
@@ -144,7 +235,11 @@ async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
                 )
             ]
         if finished.is_set():
-            await asyncio.sleep(args.patch_wait)
+            check_settled()
+            try:  # the critic decides from the same verdicts: its outcomes can trail the job's end
+                await asyncio.wait_for(settled.wait(), timeout=args.patch_wait)
+            except TimeoutError:
+                pass
     finally:
         for s in subs:
             await s.unsubscribe()
@@ -170,13 +265,17 @@ def _print(out: dict) -> None:
         print(f"      file {c.get('path')}")
     else:
         print("best: none measured")
-    for v in out["verdicts"][-6:]:
-        print(f"  {v['candidate_id']} {v['layer']}: {v['status']} {'; '.join(v['reasons'])[:120]}")
     for p in out["patches"]:
         print(
             f"patch {p['subject']} {p['candidate_id']}: "
+            + (f"(not verified: {p['not_verified']})" if "not_verified" in p else "")
             + ("\n" + p["diff"] if "diff" in p else str(p.get("reasons")))
         )
+    code = exit_status(out)
+    if code == EXIT_UNVERIFIED:
+        print("outcome: nothing verified (exit 3): "
+              + ("a proposed patch is correct but its speed was not measured on the GPU"
+                 if any("not_verified" in p for p in out["patches"]) else "no candidate was verified"))
 
 
 def _train(args: argparse.Namespace) -> int:

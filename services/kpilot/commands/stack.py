@@ -7,6 +7,8 @@ import asyncio
 
 from services.kpilot.commands.common import nats_arg, stack_args
 
+COUNT_TIMEOUT_S = 30.0  # `tail --count N` without --timeout ends after this long
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("up", help="start nats-server and every service")
@@ -31,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("subjects", nargs="+", metavar="SUBJECT", help="NATS subjects, wildcards allowed")
     p.add_argument("--json", action="store_true", help="one JSON object per line: subject, headers, data")
     p.add_argument("--since", help="replay from JetStream first, e.g. 30s, 5m, 2h")
-    p.add_argument("--count", type=int, help="stop after N messages")
+    p.add_argument("--count", type=int, help=f"stop after N messages (or after --timeout, {COUNT_TIMEOUT_S:g} s "
+                   "by default with --count; exit 1 when fewer arrived)")
     p.add_argument("--timeout", type=float, help="stop after this many seconds")
     p.set_defaults(func=_tail)
 
@@ -66,8 +69,10 @@ def _status(args: argparse.Namespace) -> int:
 def _tail(args: argparse.Namespace) -> int:
     from services.kpilot.observe import parse_duration, tail
     since = parse_duration(args.since) if args.since else None
+    # --count alone used to wait forever when fewer than N messages were stored or came.
+    timeout = args.timeout if args.timeout is not None or args.count is None else COUNT_TIMEOUT_S
     return asyncio.run(tail(args.nats, args.subjects, as_json=args.json, since=since, count=args.count,
-                            timeout_s=args.timeout))
+                            timeout_s=timeout))
 
 
 def _heartbeat(args: argparse.Namespace) -> int:

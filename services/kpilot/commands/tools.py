@@ -1,4 +1,9 @@
-"""kpilot tool NAME --args JSON | kpilot tool --list."""
+"""kpilot tool NAME --args JSON | kpilot tool --list.
+
+`--list` shows every tool of the toolrunner's catalog, where it runs (GPU tools only on a runner with a
+GPU, the rest on any runner) and which runner instances serve it now, with its input and output schema.
+A name outside the catalog is an unknown tool; a catalog tool no runner serves is unavailable.
+"""
 
 from __future__ import annotations
 
@@ -15,16 +20,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     nats_arg(p)
     p.add_argument("name", nargs="?", help="tool name (see --list)")
     p.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
-    p.add_argument("--list", action="store_true", help="every tool with its input and output schema")
+    p.add_argument("--list", action="store_true",
+                   help="every tool: where it runs (cpu/gpu runner), who serves it now, its schemas")
+    p.add_argument("--json", action="store_true", help="with --list: the list as JSON (schemas included)")
     p.add_argument("--timeout", type=float, default=900.0)
     p.set_defaults(func=_tool)
 
 
 def _tool(args: argparse.Namespace) -> int:
     if args.list:
-        return asyncio.run(_list(args.nats))
+        return asyncio.run(_list(args.nats, args.json))
     if not args.name:
         raise ValueError("name a tool (`kpilot tool compile --args '{...}'`) or pass --list")
+    if args.name not in catalog():
+        raise ValueError(f"unknown tool {args.name!r} (see kpilot tool --list): the tools are "
+                         f"{', '.join(catalog())}")
     try:
         tool_args = json.loads(args.args)
     except json.JSONDecodeError as e:
@@ -35,14 +45,44 @@ def _tool(args: argparse.Namespace) -> int:
     return asyncio.run(_call(args.nats, args.name, tool_args, args.timeout))
 
 
-async def _list(url: str) -> int:
+def catalog() -> dict[str, bool]:
+    """Every tool name -> needs a GPU, from the toolrunner's catalog (the CLI may read it)."""
+    from services.toolrunner.catalog import load_specs
+
+    return {name: spec.needs_gpu for name, spec in load_specs().items()}
+
+
+async def _list(url: str, as_json: bool) -> int:
+    import msgspec
+
+    from services.kpilot.observe import collect
+    from services.toolrunner.catalog import load_specs
     from shared.bus import Bus
+    from shared.subjects import tool_subject
+
     bus = await Bus.connect(url, "kpilot")
-    try:
-        reply = await bus.nc.request("toolrunner.list", b"", timeout=10)
+    try:  # every runner instance answers $SRV.INFO with the endpoints it serves
+        infos = await collect(bus, "$SRV.INFO.toolrunner", 0.7)
     finally:
         await bus.close()
-    print(json.dumps(json.loads(reply.data), indent=2))
+    served: dict[str, list[str]] = {}
+    for info in infos:
+        for ep in info.get("endpoints", []):
+            served.setdefault(ep.get("subject", ""), []).append(str(info.get("id", "?")))
+    rows = []
+    for name, spec in load_specs().items():
+        rows.append({"name": name, "runs_on": "gpu runner" if spec.needs_gpu else "cpu or gpu runner",
+                     "needs_gpu": spec.needs_gpu, "served_by": served.get(tool_subject(name), []),
+                     "version": spec.version, "description": spec.description,
+                     "input_schema": msgspec.json.schema(spec.input),
+                     "output_schema": msgspec.json.schema(spec.output)})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        now = f"served by {len(r['served_by'])} runner(s)" if r["served_by"] else "no runner up serves it"
+        print(f"{r['name']:<20} {r['runs_on']:<18} {now:<26} {r['description'][:70]}")
+    print("schemas: kpilot tool --list --json, or schemas/tools/")
     return 0
 
 

@@ -91,6 +91,10 @@ def _compile_triton(job: CompileJob) -> CompileWorkerResult:
             )
         if capture.launches:
             break
+        if err is None and device == "cpu":
+            # It ran and launched nothing: what did it return instead? That is the verdict's reason.
+            return CompileWorkerResult(error=f"launch ran no Triton kernel, so there is nothing to compile: "
+                                             f"{_trick(rt, inputs, job.config)}")
         tried.append(
             _user_error(f"launch on {device} inputs", err)
             if err
@@ -129,6 +133,28 @@ def _compile_triton(job: CompileJob) -> CompileWorkerResult:
         num_warps=int(md.num_warps),
         compile_s=compile_s,
     )
+
+
+def _trick(rt: object, inputs: object, config: dict[str, Scalar]) -> str:
+    """Name what a launch that ran no Triton kernel returned (services/toolrunner/tricks.py)."""
+    import torch
+
+    from services.toolrunner.tricks import name_trick, op_recorder
+    from services.toolrunner.workers._tensors import output_tensors
+
+    try:
+        with torch.no_grad():
+            ref_rec = op_recorder()
+            with ref_rec:
+                rt.reference(inputs)  # type: ignore[attr-defined]
+            rec = op_recorder()
+            with rec:
+                value = rt.launch(inputs, **config)  # type: ignore[attr-defined]
+    except Exception as e:  # noqa: BLE001 - user code: fall back to the plain statement
+        return f"its output could not be examined ({_user_error('launch', e)})"
+    tensors = output_tensors(value) or []
+    arrays = [t.detach().float().cpu().numpy() for t in tensors if isinstance(t, torch.Tensor)]
+    return name_trick(arrays, rec.ops, ref_rec.ops, rec.raw)
 
 
 def _nvcc(args: list[str]) -> str:

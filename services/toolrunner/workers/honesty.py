@@ -24,57 +24,12 @@ from typing import Any, Literal
 
 import msgspec
 
+from services.toolrunner.tricks import op_recorder
 from services.toolrunner.workers._io import read_request, write_result
 from services.toolrunner.workers._tensors import output_tensors
 from shared.messages import Scalar
 
 Role = Literal["candidate", "reference"]
-# Aten ops that allocate, copy or re-view memory: Triton's interpreter and honest launchers run them, so
-# they say nothing about who computed the answer (seen running examples/row_softmax.py interpreted:
-# copy_, empty.memory_format, empty_like, new_empty, set_.source_Storage*).
-BENIGN_OPS = (
-    "empty",
-    "empty_like",
-    "empty_strided",
-    "new_empty",
-    "new_empty_strided",
-    "copy_",
-    "set_",
-    "_to_copy",
-    "to",
-    "clone",
-    "detach",
-    "view",
-    "_unsafe_view",
-    "as_strided",
-    "alias",
-    "contiguous",
-    "lift_fresh",
-    "resize_",
-    "t",
-    "transpose",
-    "permute",
-    "expand",
-    "slice",
-    "select",
-    "unsqueeze",
-    "squeeze",
-    "reshape",
-    "_reshape_alias",
-    "zero_",
-    "fill_",
-    "zeros",
-    "zeros_like",
-    "full",
-    "full_like",
-    "ones",
-    "ones_like",
-    "arange",
-    "split",
-    "unbind",
-    "stride",
-    "size",
-)
 # Seconds to wait after a call returns before looking again at its outputs: a background thread or a
 # side stream that writes late has had time to do so (the examples' micro calls take ~1 s interpreted
 # and ~10 us on the GPU).
@@ -97,6 +52,9 @@ class HonestyWorkerInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     seeds: list[int]
     device: Literal["cpu", "cuda"]
     out_dir: str
+    # GPU only: a shape whose work outlasts launch's return (the task's full shape), for the pending-work
+    # trial; at the micro shape a side stream's few microseconds finish before anyone looks.
+    pending_shape: dict[str, Scalar] | None = None
 
 
 class Saved(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -111,6 +69,7 @@ class CallRecord(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     reason: str = ""
     outputs: list[Saved] = []
     torch_ops: list[str] = []
+    raw_ops: list[str] = []  # every aten op, allocations and fills included (names the trick of a cheat)
     triton_launches: int | None = None
     findings: list[tuple[str, str]] = []  # (kind, detail)
 
@@ -226,10 +185,14 @@ def precision_flags() -> dict[str, Any]:
 
 
 class LaunchCounter:
-    """Counts Triton launches by wrapping the `run` entry of JIT and interpreted functions."""
+    """Counts Triton launches by wrapping the `run` entry of JIT and interpreted functions, and on a GPU
+    notes the CUDA stream each launch went to (Triton launches on torch's current stream: a launch inside
+    `with torch.cuda.stream(side):` goes to `side`, however fast its work)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cuda: bool = False) -> None:
         self.count = 0
+        self.cuda = cuda
+        self.streams: list[int] = []
         from triton.runtime import jit
 
         classes: list[Any] = [jit.JITFunction]
@@ -247,26 +210,13 @@ class LaunchCounter:
 
         def run(fn_self: Any, *args: Any, **kwargs: Any) -> Any:
             self.count += 1
+            if self.cuda:
+                import torch
+
+                self.streams.append(int(torch.cuda.current_stream().cuda_stream))
             return original(fn_self, *args, **kwargs)
 
         cls.run = run
-
-
-def op_recorder() -> Any:
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Recorder(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ops: set[str] = set()
-
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            name = str(func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else str(func)
-            if name not in BENIGN_OPS:
-                self.ops.add(f"aten.{name}")
-            return func(*args, **(kwargs or {}))
-
-    return Recorder()
 
 
 def _digest(inputs: Any) -> str:
@@ -386,6 +336,8 @@ class CandidateProbe:
         digest = _digest(inputs)
         threads = set(threading.enumerate())
         launches = self.counter.count if self.counter else 0
+        streams_before = len(self.counter.streams) if self.counter else 0
+        caller = int(torch.cuda.current_stream().cuda_stream) if req.device == "cuda" else 0
         recorder = op_recorder()
         try:
             with recorder:
@@ -395,8 +347,13 @@ class CandidateProbe:
         except Exception as e:  # noqa: BLE001 - user code: the error is the result
             rec.reason = f"launch raised {_reason(e)}"
             return rec
-        rec.torch_ops = sorted(recorder.ops)
+        rec.torch_ops, rec.raw_ops = sorted(recorder.ops), sorted(recorder.raw)
         rec.triton_launches = (self.counter.count - launches) if self.counter else None
+        if self.counter is not None and (other := [x for x in self.counter.streams[streams_before:]
+                                                   if x != caller]):
+            msg = (f"{len(other)} Triton launch(es) went to a CUDA stream other than the caller's: the output "
+                   "is still pending when launch returns")
+            rec.findings.append(("side_stream", msg))
         tensors = output_tensors(value)
         if tensors is None:
             rec.reason = f"launch returned {type(value).__name__}; return a tensor or a tuple of tensors"
@@ -441,6 +398,41 @@ class CandidateProbe:
         return rec
 
 
+    def pending(self, shape: dict[str, Scalar], seed: int) -> CallRecord:
+        """GPU: at a shape whose work outlasts the return, read the outputs in the caller's stream order
+        right after launch returns, then again after a device-wide synchronise (every stream): a
+        difference is work left pending on another stream or thread."""
+        import torch
+
+        rec = CallRecord(name="pending_work", seed=seed, ok=False)
+        self.spy.trial = rec.name
+        _seed_all(seed)
+        inputs = self.runtime.make_inputs(dict(shape), seed, self.req.device)
+        torch.cuda.synchronize()
+        try:
+            value = self.runtime.launch(inputs, **self.req.config)
+        except Exception as e:  # noqa: BLE001 - user code
+            rec.reason = f"launch raised {_reason(e)}"
+            return rec
+        tensors = output_tensors(value)
+        if tensors is None:
+            rec.reason = f"launch returned {type(value).__name__}; return a tensor or a tuple of tensors"
+            return rec
+        # Enqueued on the caller's stream: what a consumer of the output on that stream reads.
+        at_return = [_plain(t).detach().clone() for t in tensors]
+        torch.cuda.synchronize()  # cudaDeviceSynchronize: all streams of the device
+        time.sleep(LATE_WRITE_WAIT_S)
+        torch.cuda.synchronize()
+        where = ", ".join(f"{k}={v}" for k, v in shape.items())
+        for i, (t, early) in enumerate(zip(tensors, at_return)):
+            if not torch.equal(_plain(t), early):
+                msg = (f"at the pending-work shape ({where}) output {i} read in stream order as launch returned "
+                       "differs from the output after a device-wide synchronise: its work was still pending")
+                rec.findings.append(("side_stream", msg))
+        rec.ok = True
+        return rec
+
+
 def run_candidate(req: HonestyWorkerInput, probe: CandidateProbe) -> list[CallRecord]:
     import torch
 
@@ -457,6 +449,8 @@ def run_candidate(req: HonestyWorkerInput, probe: CandidateProbe) -> list[CallRe
     calls.append(probe.call("same_pointers", seed_b, tuple(inputs_a)))
     _seed_all(seed_a)
     calls.append(probe.call("repeat", seed_a, probe.runtime.make_inputs(dict(req.shape), seed_a, req.device)))
+    if req.device == "cuda" and req.pending_shape is not None:
+        calls.append(probe.pending(req.pending_shape, seed_a))
     return calls
 
 
@@ -483,7 +477,7 @@ def main() -> None:
         runtime = runtime_for(import_task(req.task_path))
         write_result(HonestyWorkerResult(device_name=device_name, calls=run_reference(req, runtime, out_dir)))
         return
-    counter = LaunchCounter()
+    counter = LaunchCounter(cuda=req.device == "cuda")
     flags, before = precision_flags(), snapshot()
     sys.addaudithook(spy.hook)
     findings: list[tuple[str, str, str]] = []
