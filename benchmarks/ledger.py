@@ -149,7 +149,7 @@ def _install_wheels(root: Path, site: Path) -> str:
 
 def run(run_file: RunFile, out: Path, commit: str, *, root: Path = ROOT) -> Ledger:
     out.mkdir(parents=True, exist_ok=True)
-    site = Path("/tmp/site")  
+    site = Path("/tmp/site")  # where the device scripts look for the carried packages
     ledger = Ledger(run_id=run_file.id, purpose=run_file.purpose, commit=commit,
                     started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     ledger.env["wheels"] = _install_wheels(root, site)
