@@ -9,7 +9,7 @@
 # Outputs under $OUT: verifier_gpu.log, honesty_side_stream_fast.json, honesty_honest.json,
 # i17_side_stream.json (per candidate: the last verdict's layer, status and reasons), fx/ (every verdict).
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/device_env.sh || exit 3
 t0=$(date +%s)
 timeout 420 python3 -m pytest tests/verifier/test_cheats.py -m gpu -q -rfE -p no:cacheprovider --durations=0 \
     -k "side_stream or uninitialised_output or honest" > "$OUT/verifier_gpu.log" 2>&1

