@@ -89,6 +89,17 @@ async def _patches(bus: Bus, job_id: str, cand_ids: set[str], timeout_s: float) 
         await asyncio.sleep(1.0)
 
 
+async def _final_verdicts(bus: Bus, job_id: str, cand_ids: set[str], timeout_s: float) -> list[Verdict]:
+    """The job's verdicts once every candidate has its last one (a fail, the full layer, or withdrawn)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = [m for _, m in await _stored(bus, "VERDICTS") if isinstance(m, Verdict) and m.job_id == job_id]
+        final = {v.candidate_id for v in got if v.status in ("fail", "withdrawn") or v.layer == "full"}
+        if final >= cand_ids or time.monotonic() > deadline:
+            return got
+        await asyncio.sleep(1.0)
+
+
 def _restart_nats(state_dir: Path, port: int) -> int:
     """SIGKILL the stack's nats-server, wait OUTAGE_S, start a new one on the same port and store dir,
     and point the stack's state file at it (so `kpilot down` stops the new one)."""
@@ -143,9 +154,11 @@ async def test_a_killed_nats_server_restarted_mid_job_loses_nothing(tmp_path: Pa
         assert final is not None, f"job {req.job_id} did not finish; logs in {state_dir / 'logs'}"
 
         candidates = [m for _, m in await _stored(bus, "CANDIDATES") if m.job_id == req.job_id]
-        patches = await _patches(bus, req.job_id, {c.id for c in candidates}, 60.0)
-        verdicts = [m for _, m in await _stored(bus, "VERDICTS") if isinstance(m, Verdict)
-                    and m.job_id == req.job_id]
+        # A candidate still queued when the job's budget ran out is withdrawn (one `withdrawn` verdict, no
+        # patch); every other one gets the critic's decision.
+        verdicts = await _final_verdicts(bus, req.job_id, {c.id for c in candidates}, 300.0)
+        withdrawn = {v.candidate_id for v in verdicts if v.status == "withdrawn"}
+        patches = await _patches(bus, req.job_id, {c.id for c in candidates} - withdrawn, 60.0)
         everything = [m for name in ("JOBS", "CANDIDATES", "VERDICTS", "PATCHES")
                       for _, m in await _stored(bus, name)]
         dead = await _stored(bus, "DLQ")
@@ -161,7 +174,7 @@ async def test_a_killed_nats_server_restarted_mid_job_loses_nothing(tmp_path: Pa
     cand_ids = {c.id for c in candidates}
     assert set(before) <= cand_ids, "a candidate published before the kill is gone from the stream"
     assert len(cand_ids) == len(final.candidates) >= 1
-    for cid in cand_ids:  # each candidate ran the funnel to its end: a fail, or the full layer
+    for cid in cand_ids - withdrawn:  # each candidate ran the funnel to its end: a fail, or the full layer
         layers = [v.layer for v in verdicts if v.candidate_id == cid]
         assert "static" in layers and ("full" in layers or any(
             v.status == "fail" for v in verdicts if v.candidate_id == cid)), (cid, layers)
@@ -170,4 +183,4 @@ async def test_a_killed_nats_server_restarted_mid_job_loses_nothing(tmp_path: Pa
     # No GPU here: a correct candidate is proposed (never verified), a wrong one rejected.
     assert any(s.startswith(("patches.proposed.", "patches.rejected.")) for s, _ in patches), patches
     assert not any(s.startswith("patches.verified.") for s, _ in patches), patches
-    assert {m.candidate_id for _, m in patches} <= cand_ids  # type: ignore[attr-defined]
+    assert {m.candidate_id for _, m in patches} <= cand_ids - withdrawn  # type: ignore[attr-defined]
