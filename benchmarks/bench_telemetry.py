@@ -162,8 +162,10 @@ async def nats_bench(args: argparse.Namespace) -> int:
     server.start()
     service = None
     try:
+        admin = await Bus.connect(server.url("admin"), "bench")
+        await provision(admin.js)
+        await admin.close()
         op = await Bus.connect(server.url("operator"), "bench")
-        await provision(op.js)
         with (tmp / "svc.log").open("wb") as log:
             service = subprocess.Popen(  # noqa: ASYNC220 - started once, before the timed part
                 [sys.executable, "-m", "services.telemetry", "--nats", server.url("telemetry"),
