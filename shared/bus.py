@@ -103,11 +103,12 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
     nc = Client()
     try:
         # Two tries for the first connection so a wrong URL fails fast; unlimited reconnects after that.
-        await nc.connect(
+        # nats-py waits forever on a server that requires TLS from a client without it: bound the wait.
+        await asyncio.wait_for(nc.connect(
             url, name=name, connect_timeout=timeout_s, allow_reconnect=reconnect, max_reconnect_attempts=2,
             reconnect_time_wait=0.5, disconnected_cb=_disconnected, reconnected_cb=_reconnected,
             error_cb=_error, user=creds.user if creds else None, password=creds.password if creds else None,
-            tls=tls, tls_hostname=urlparse(url).hostname if tls else None)
+            tls=tls, tls_hostname=urlparse(url).hostname if tls else None), timeout=4 * timeout_s + 2)
         nc.options["max_reconnect_attempts"] = -1
         nc.options["drain_timeout"] = 5  # seconds; the default 30 s only delays a stopping service
         return nc
@@ -118,6 +119,13 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
                            f"as the operator.") from e
         raise BusError(f"cannot reach NATS at {_redact(url)}. Fix: start the stack with `kpilot up` "
                        f"(or `make run`), or pass `--nats URL` / set KPILOT_NATS to a running server.") from e
+    except TimeoutError as e:
+        with contextlib.suppress(Exception):
+            await nc.close()
+        tls_hint = "" if tls else (" If the stack runs with TLS (`kpilot up --tls`), pass --tls-ca "
+                                   "<state-dir>/tls/ca.pem or set KPILOT_NATS_CA.")
+        raise BusError(f"no NATS handshake with {_redact(url)} within {4 * timeout_s + 2:g} s.{tls_hint} "
+                       f"Fix: check the URL and that `kpilot status` answers.") from e
     except (nats.errors.Error, OSError) as e:
         if "authorization" in str(e).lower():
             raise BusError(f"NATS refused the credentials for {_redact(url)}. Fix: use the URL `kpilot up` "

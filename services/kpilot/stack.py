@@ -98,7 +98,8 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
     signing_key, signing_pub = make_keypair(state_dir / "signing")
 
     async def _provision() -> list[str]:
-        bus = await Bus.connect(server.url("admin"), "kpilot-provision")  # in-process: not on a command line
+        # In-process, so the password is on no command line.
+        bus = await Bus.connect(server.url("admin"), "kpilot-provision", tls_ca=ca or None)
         try:
             changed = await provision(bus.js)
             await publish_trusted_key(bus.js, signing_pub.read_bytes().strip())

@@ -62,9 +62,12 @@ async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
     from shared.bus import Bus
     from shared.ids import new_id
     from shared.messages import Candidate, JobUpdate, OptimizeRequest, Verdict, VerifiedPatch, decode
+    from shared.signing import trusted_key
+    from shared.signing import verify as verify_signature
     from shared.subjects import OPTIMIZE_REQUEST
 
     bus = await Bus.connect(url, "kpilot")
+    critic_key = await trusted_key(bus.js)  # every verified patch's signature is checked against it
     req = OptimizeRequest(
         source="kpilot",
         task_path=str(task),
@@ -123,6 +126,7 @@ async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
                     "diff": msg.diff,
                     "config": msg.config,
                     "speedup": msgspec.to_builtins(msg.speedup) if msg.speedup else None,
+                    "signature": msgspec.to_builtins(verify_signature(msg, critic_key)),
                 }
             else:
                 row["reasons"] = getattr(msg, "reasons", None) or getattr(msg, "reason", "")
@@ -173,8 +177,11 @@ def _print(out: dict) -> None:
     for v in out["verdicts"][-6:]:
         print(f"  {v['candidate_id']} {v['layer']}: {v['status']} {'; '.join(v['reasons'])[:120]}")
     for p in out["patches"]:
+        sig = p.get("signature")
+        mark = "" if sig is None else (f" [signature ok: {sig['reason']}]" if sig["ok"] else
+                                       f" [SIGNATURE FAILED: {sig['reason']}: do not apply]")
         print(
-            f"patch {p['subject']} {p['candidate_id']}: "
+            f"patch {p['subject']} {p['candidate_id']}:{mark} "
             + ("\n" + p["diff"] if "diff" in p else str(p.get("reasons")))
         )
 
