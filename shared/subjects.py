@@ -185,6 +185,10 @@ class Role(msgspec.Struct, frozen=True, kw_only=True):
     serves: tuple[str, ...] = ()  # core subscriptions: request subjects it answers (any queue group)
     queues: tuple[str, ...] = ()  # "subject queue": subscriptions allowed only in that queue group
     reads: tuple[str, ...] = ()  # streams it reads: stream info, consumers, fetch, ack, message get
+    gets: tuple[str, ...] = ()  # streams it only looks messages up in (message get by subject/sequence)
+    # "STREAM:durable" consumers it owns (its bus.consume calls): nobody else may create, fetch from or
+    # ack on them, so no one steals or drops another service's work. `<service>-heartbeat` on OPS is added.
+    durables: tuple[str, ...] = ()
     kv_read: tuple[str, ...] = ()  # KV buckets it reads
     kv_write: tuple[str, ...] = ()  # "bucket" or "bucket.key-pattern": keys it may put/delete
     obj_read: tuple[str, ...] = ()
@@ -196,20 +200,24 @@ _ALL_STREAMS = tuple(s.name for s in STREAMS)
 
 ROLES: dict[str, Role] = {
     "telemetry": Role(publish=("telemetry.>", "events.state.>", "tools.>"), serves=(KERNEL_PROFILE,),
-                      reads=("TELEMETRY",)),
+                      reads=("TELEMETRY",), durables=("TELEMETRY:telemetry-launches-all",
+                                                      "TELEMETRY:telemetry-samples-all")),
     "decomposer": Role(publish=("tools.>", "audit.decomposer"), serves=(DECOMPOSER_ANALYZE,)),
     # The planner runs what an LLM proposes: it may publish candidates, never verdicts or patches.
     "planner": Role(publish=("jobs.>", "candidates.>", "tools.>", DECOMPOSER_ANALYZE),
                     reads=("EVENTS", "JOBS", "VERDICTS", "PATCHES", "FAILURES"),
+                    durables=("JOBS:planner-requests", "EVENTS:planner-events", "VERDICTS:planner-verdicts"),
                     kv_read=("jobs", "kernels"), kv_write=("jobs",)),
     "toolrunner": Role(publish=("audit.toolrunner",), serves=("toolrunner.>",),
                        queues=("tools.> toolrunner", "tools.> toolrunner-gpu"),
                        obj_read=("artifacts",), obj_write=("artifacts",)),
-    "verifier": Role(publish=("verdicts.>", "tools.>"), reads=("CANDIDATES",)),
+    "verifier": Role(publish=("verdicts.>", "tools.>"), reads=("CANDIDATES",), durables=("CANDIDATES:verifier",)),
     # The critic also reads optimize requests: they are the root of a chain that no telemetry started;
     # and TELEMETRY, for the sample that started a chain. It owns the `verified.*` keys of `kernels`.
     "critic": Role(publish=("patches.>", "failures.>"),
-                   reads=("VERDICTS", "CANDIDATES", "EVENTS", "JOBS", "TELEMETRY"),
+                   reads=("VERDICTS", "CANDIDATES", "EVENTS", "JOBS"), gets=("TELEMETRY",),
+                   durables=("CANDIDATES:critic-candidates", "JOBS:critic-jobs", "JOBS:critic-requests",
+                             "EVENTS:critic-events", "VERDICTS:critic-verdicts"),
                    kv_read=("kernels",), kv_write=("kernels.verified.>",)),
     # The operator (kpilot CLI and any client that connects without credentials) reads and tails every
     # stream and asks for work: optimize requests, tool and analysis requests, telemetry to replay, the
@@ -277,6 +285,10 @@ def permissions(user: str) -> Permissions:
     sub: list[str] = [*role.serves, *role.queues, *_COMMON_SUB]
     for stream in reads:
         pub += stream_read_api(stream)
+    for stream in role.gets:
+        pub += (f"{_JS}.STREAM.INFO.{stream}", f"{_JS}.STREAM.MSG.GET.{stream}")
+    pub_deny = [api for owner, stream, durable in owned_durables() if owner != user and stream in reads
+                for api in durable_api(stream, durable)]
     for bucket in dict.fromkeys((*role.kv_read, TRUST_BUCKET)):  # everyone reads the trusted keys
         pub += stream_read_api(kv_stream(bucket))
         sub.append(f"$KV.{bucket}.>")
@@ -293,7 +305,22 @@ def permissions(user: str) -> Permissions:
         # Reads every subject, but never joins what services serve: it cannot answer tool, analysis,
         # profile, health or discovery requests, so no client trusts a forged reply from it.
         served = sorted({s for r in ROLES.values() for s in (*r.serves, *(q.split()[0] for q in r.queues))})
-        return Permissions(publish=tuple(dict.fromkeys(pub)), subscribe=(">",),
+        return Permissions(publish=tuple(dict.fromkeys(pub)), subscribe=(">",), publish_deny=tuple(pub_deny),
                            subscribe_deny=(*served, "health.>", "$SRV.>"))
     return Permissions(publish=tuple(dict.fromkeys(pub)), subscribe=tuple(dict.fromkeys(sub)),
-                       allow_responses=True)
+                       publish_deny=tuple(pub_deny), allow_responses=True)
+
+
+def owned_durables() -> list[tuple[str, str, str]]:
+    """(owner, stream, durable) for every durable consumer a service owns."""
+    out = [(name, "OPS", f"{name}-heartbeat") for name in SERVICE_NAMES]
+    for name, role in ROLES.items():
+        out += [(name, *d.split(":", 1)) for d in role.durables]  # type: ignore[misc]
+    return out
+
+
+def durable_api(stream: str, durable: str) -> tuple[str, ...]:
+    """What only a durable's owner (and admin) may do with it: create or redefine, fetch, ack."""
+    return (f"{_JS}.CONSUMER.CREATE.{stream}.{durable}", f"{_JS}.CONSUMER.CREATE.{stream}.{durable}.>",
+            f"{_JS}.CONSUMER.DURABLE.CREATE.{stream}.{durable}", f"{_JS}.CONSUMER.MSG.NEXT.{stream}.{durable}",
+            f"$JS.ACK.{stream}.{durable}.>")

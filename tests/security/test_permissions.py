@@ -30,7 +30,7 @@ from shared.subjects import KV_BUCKETS, OBJECT_STORES, SERVICE_NAMES, STREAMS
 ANON = "anonymous"  # no credentials at all: the server's no_auth_user
 USERS = ("admin", *SERVICE_NAMES, "operator", ANON)
 READERS = {  # who reads which stream (consumers, fetch): the services' own, and the operator everything
-    "OPS": set(SERVICE_NAMES), "TELEMETRY": {"telemetry", "critic"}, "EVENTS": {"planner", "critic"},
+    "OPS": set(SERVICE_NAMES), "TELEMETRY": {"telemetry"}, "EVENTS": {"planner", "critic"},  # critic: get only
     "JOBS": {"planner", "critic"}, "CANDIDATES": {"verifier", "critic"}, "VERDICTS": {"planner", "critic"},
     "PATCHES": {"planner"}, "FAILURES": {"planner"}, "AUDIT": set(), "DLQ": set(),
     "KV_jobs": {"planner"}, "KV_kernels": {"planner", "critic"}, "KV_trust": set(SERVICE_NAMES),
@@ -355,3 +355,38 @@ async def test_admin_password_is_in_no_service_creds_file(server: EmbeddedServer
         text = server.creds_file(name).read_text()
         assert users["admin"] not in text and users[name] in text
     assert os.stat(server.creds_file("admin")).st_mode & 0o077 == 0
+
+
+async def test_no_one_takes_or_drops_another_services_work(server: EmbeddedServer) -> None:
+    """A service's durable consumers are its own: another identity that reads the same stream can
+    neither fetch from them (stealing the verifier's candidates), ack on them (dropping them) nor
+    redefine them; the owner can."""
+    from shared.subjects import owned_durables
+    admin = await nats.connect(server.url("admin"))
+    for _, stream, durable in owned_durables():
+        await admin.request(f"$JS.API.CONSUMER.CREATE.{stream}.{durable}", json.dumps(
+            {"stream_name": stream, "config": {"name": durable, "durable_name": durable,
+                                               "ack_policy": "explicit"}}).encode(), timeout=5)
+    await admin.close()
+    probes = {u: await connect(server, u) for u in USERS if u != "admin"}
+    wrong: list[tuple[str, str, str, str]] = []
+    checked = 0
+    for owner, stream, durable in owned_durables():
+        for user, p in probes.items():
+            if not (user in ("operator", ANON) or user in READERS[stream] or stream == "OPS"):
+                continue  # cannot read the stream at all (the matrix covers that)
+            mine = user == owner
+            fetch = await p.request(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}", b'{"batch":1,"no_wait":true}')
+            await p.nc.publish(f"$JS.ACK.{stream}.{durable}.1.1.1.0.0", b"+ACK")
+            ack = "deny" if await p._violated("publish", f"$JS.ACK.{stream}.{durable}.1.1.1.0.0") else "allow"
+            redefine = await p.request(f"$JS.API.CONSUMER.CREATE.{stream}.{durable}", json.dumps(
+                {"stream_name": stream, "config": {"name": durable, "durable_name": durable,
+                                                   "ack_policy": "none", "deliver_subject": "stolen"}}).encode())
+            for verb, got in (("fetch", fetch), ("ack", ack), ("redefine", redefine)):
+                checked += 1
+                if (got == "allow") != mine and not (mine and verb == "redefine"):
+                    wrong.append((user, verb, stream, durable))
+    for p in probes.values():
+        await p.nc.close()
+    print(f"\ndurable ownership: {checked} checks, {len(wrong)} wrong")
+    assert checked > 100 and wrong == [], wrong
