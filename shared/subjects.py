@@ -213,7 +213,8 @@ ROLES: dict[str, Role] = {
                        obj_read=("artifacts",), obj_write=("artifacts",)),
     "verifier": Role(publish=("verdicts.>", "tools.>"), reads=("CANDIDATES",), durables=("CANDIDATES:verifier",)),
     # The critic also reads optimize requests: they are the root of a chain that no telemetry started;
-    # and TELEMETRY, for the sample that started a chain. It owns the `verified.*` keys of `kernels`.
+    # it looks up (message get only) the TELEMETRY sample that started a chain. It owns the
+    # `verified.*` keys of `kernels`, and `patches.>` covers `patches.proposed.*` too.
     "critic": Role(publish=("patches.>", "failures.>"),
                    reads=("VERDICTS", "CANDIDATES", "EVENTS", "JOBS"), gets=("TELEMETRY",),
                    durables=("CANDIDATES:critic-candidates", "JOBS:critic-jobs", "JOBS:critic-requests",

@@ -83,7 +83,15 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
             return 0
         print(f"kpilot: stale stack state on port {port}; stopping its leftovers first")
         down(state_dir, port)
-    server = EmbeddedServer(state_dir, port=port, tls=tls)
+    try:
+        # The critic's Ed25519 key pair: private key 0600 for the critic alone, public key in the
+        # `trust` bucket (admin-written) and beside it in signing/critic.pub for subscribers.
+        signing_key, signing_pub = make_keypair(state_dir / "signing")
+        server = EmbeddedServer(state_dir, port=port, tls=tls)
+    except ImportError as e:
+        print(f"kpilot up: {e}: patch signing and --tls need the `cryptography` package. Fix: "
+              f"`pip install 'cryptography>=43'` (or `make install`).", file=sys.stderr)
+        return 1
     try:
         server.start(detach=True)
     except NatsServerError as e:
@@ -92,10 +100,6 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
     assert server.proc is not None
     operator = server.plain_url()
     ca = server.tls.ca if server.tls else ""
-
-    # The critic's Ed25519 key pair: private key 0600 for the critic alone, public key in the `trust`
-    # bucket (admin-written) and beside it in signing/critic.pub for subscribers.
-    signing_key, signing_pub = make_keypair(state_dir / "signing")
 
     async def _provision() -> list[str]:
         # In-process, so the password is on no command line.
