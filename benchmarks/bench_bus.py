@@ -45,8 +45,10 @@ async def run(n: int, rate: float | None) -> dict[str, object]:
         server = EmbeddedServer(Path(tmp), port=free_port())
         server.start()
         try:
+            admin = await Bus.connect(server.url("admin"), "admin")
+            await provision(admin.js)
+            await admin.close()
             pub = await Bus.connect(server.url("telemetry"), "telemetry")
-            await provision(pub.js)
             sub = await Bus.connect(server.url("planner"), "planner")
             latencies: list[float] = []
             done = asyncio.Event()

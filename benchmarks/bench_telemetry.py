@@ -162,12 +162,15 @@ async def nats_bench(args: argparse.Namespace) -> int:
     server.start()
     service = None
     try:
+        admin = await Bus.connect(server.url("admin"), "bench")
+        await provision(admin.js)
+        await admin.close()
         op = await Bus.connect(server.url("operator"), "bench")
-        await provision(op.js)
         with (tmp / "svc.log").open("wb") as log:
             service = subprocess.Popen(  # noqa: ASYNC220 - started once, before the timed part
-                [sys.executable, "-m", "services.telemetry", "--nats", server.url("telemetry"),
-                 "--sampler", "none", "--period", str(args.period), "--log-level", "warning"],
+                [sys.executable, "-m", "services.telemetry", "--nats", server.plain_url(),
+                 "--creds-file", str(server.creds_file("telemetry")), "--sampler", "none",
+                 "--period", str(args.period), "--log-level", "warning"],
                 cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL, stderr=log)
         for _ in range(100):
             try:

@@ -43,8 +43,10 @@ async def run(calls: int) -> dict[str, object]:
         server = EmbeddedServer(Path(tmp) / "state", port=free_port())
         server.start()
         try:
+            admin = await Bus.connect(server.url("admin"), "admin")
+            await provision(admin.js)
+            await admin.close()
             op = await Bus.connect(server.url("operator"), "operator")
-            await provision(op.js)
             rbus = await Bus.connect(server.url("toolrunner"), "toolrunner")
             runtime = ServiceRuntime("toolrunner", rbus)
             await runtime.start()

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+from urllib.parse import urlparse
 
 import msgspec
 import nats
@@ -28,6 +30,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
 from shared.messages import DeadLetter, Message, decode, encode
+from shared.natsauth import CA_ENV, CREDS_ENV, AuthError, client_tls, read_creds_file
 from shared.subjects import dlq_subject, stream_for
 
 M = TypeVar("M", bound=Message)
@@ -65,9 +68,21 @@ class ConsumerStats(msgspec.Struct):
 
 
 async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: bool = True,
-                  on_reconnect: Callable[[], None] | None = None) -> Client:
-    """Connect with reconnect and back-off; turn the common failures into messages that say the fix."""
+                  on_reconnect: Callable[[], None] | None = None, creds_file: str | None = None,
+                  tls_ca: str | None = None) -> Client:
+    """Connect with reconnect and back-off; turn the common failures into messages that say the fix.
+
+    Credentials come from the URL (in-process clients) or from `creds_file` (default $KPILOT_NATS_CREDS:
+    a 0600 file, so no password is on a command line); with `tls_ca` (default $KPILOT_NATS_CA) the
+    connection is TLS and the server must present a certificate from that CA."""
     log = structlog.get_logger().bind(service=name)
+    creds_file = creds_file if creds_file is not None else os.environ.get(CREDS_ENV) or None
+    tls_ca = tls_ca if tls_ca is not None else os.environ.get(CA_ENV) or None
+    try:
+        creds = read_creds_file(creds_file) if creds_file and "@" not in url else None
+        tls = client_tls(tls_ca) if tls_ca else None
+    except AuthError as e:
+        raise BusError(str(e)) from None
 
     async def _disconnected() -> None:
         if not nc.is_closed and not nc.is_draining:
@@ -88,10 +103,12 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
     nc = Client()
     try:
         # Two tries for the first connection so a wrong URL fails fast; unlimited reconnects after that.
-        await nc.connect(
+        # nats-py waits forever on a server that requires TLS from a client without it: bound the wait.
+        await asyncio.wait_for(nc.connect(
             url, name=name, connect_timeout=timeout_s, allow_reconnect=reconnect, max_reconnect_attempts=2,
             reconnect_time_wait=0.5, disconnected_cb=_disconnected, reconnected_cb=_reconnected,
-            error_cb=_error)
+            error_cb=_error, user=creds.user if creds else None, password=creds.password if creds else None,
+            tls=tls, tls_hostname=urlparse(url).hostname if tls else None), timeout=4 * timeout_s + 2)
         nc.options["max_reconnect_attempts"] = -1
         nc.options["drain_timeout"] = 5  # seconds; the default 30 s only delays a stopping service
         return nc
@@ -102,6 +119,13 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
                            f"as the operator.") from e
         raise BusError(f"cannot reach NATS at {_redact(url)}. Fix: start the stack with `kpilot up` "
                        f"(or `make run`), or pass `--nats URL` / set KPILOT_NATS to a running server.") from e
+    except TimeoutError as e:
+        with contextlib.suppress(Exception):
+            await nc.close()
+        tls_hint = "" if tls else (" If the stack runs with TLS (`kpilot up --tls`), pass --tls-ca "
+                                   "<state-dir>/tls/ca.pem or set KPILOT_NATS_CA.")
+        raise BusError(f"no NATS handshake with {_redact(url)} within {4 * timeout_s + 2:g} s.{tls_hint} "
+                       f"Fix: check the URL and that `kpilot status` answers.") from e
     except (nats.errors.Error, OSError) as e:
         if "authorization" in str(e).lower():
             raise BusError(f"NATS refused the credentials for {_redact(url)}. Fix: use the URL `kpilot up` "
@@ -144,14 +168,16 @@ class Bus:
         self._reconnect = asyncio.Event()  # set (and replaced) on each reconnect
 
     @classmethod
-    async def connect(cls, url: str, service: str, *, timeout_s: float = 3.0) -> Bus:
+    async def connect(cls, url: str, service: str, *, timeout_s: float = 3.0, creds_file: str | None = None,
+                      tls_ca: str | None = None) -> Bus:
         made: list[Bus] = []
 
         def _reconnected() -> None:
             for bus in made:
                 bus.on_reconnect()
 
-        made.append(cls(await connect(url, service, timeout_s=timeout_s, on_reconnect=_reconnected), service))
+        made.append(cls(await connect(url, service, timeout_s=timeout_s, on_reconnect=_reconnected,
+                                      creds_file=creds_file, tls_ca=tls_ca), service))
         return made[0]
 
     def on_reconnect(self) -> None:

@@ -305,6 +305,9 @@ class VerifiedPatch(Message, tag="verified_patch"):
     # A self-contained page (inline SVG plots, no external assets) of the same report.
     report_html: str = ""
     version: int = 0  # the candidate's version number
+    # "ed25519:<key id>:<base64>" by the critic over every other field (shared/signing.py); a subscriber
+    # applies only a patch whose signature checks against the trusted critic key.
+    signature: str = ""
 
 
 class ProposedPatch(Message, tag="proposed_patch"):

@@ -17,7 +17,8 @@ from string import Template
 
 import msgspec
 
-from shared.subjects import SERVICE_NAMES, permissions
+from shared.natsauth import TlsFiles, UserCreds, make_tls, write_secret
+from shared.subjects import USERS, permissions
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "nats-server.conf.template"
 
@@ -40,37 +41,55 @@ def find_binary() -> Path:
 
 
 class Credentials(msgspec.Struct):
-    """Per-service passwords, generated once per state directory (file mode 0600)."""
+    """Per-user passwords (admin, each service, operator), generated once per state directory; the
+    file and every per-user creds file under `creds/` are mode 0600."""
 
     passwords: dict[str, str]
 
     @classmethod
     def load_or_create(cls, state_dir: Path) -> Credentials:
         path = state_dir / "users.json"
-        if path.exists():
-            return msgspec.json.decode(path.read_bytes(), type=cls)
-        creds = cls(passwords={name: secrets.token_urlsafe(18) for name in (*SERVICE_NAMES, "operator")})
-        state_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(msgspec.json.encode(creds))
+        creds = msgspec.json.decode(path.read_bytes(), type=cls) if path.exists() else cls(passwords={})
+        missing = [name for name in USERS if name not in creds.passwords]
+        if missing or not path.exists():  # a state dir from before `admin` existed gains it here
+            creds.passwords.update({name: secrets.token_urlsafe(18) for name in missing})
+            write_secret(path, msgspec.json.encode(creds))
+        os.chmod(path, 0o600)
+        os.chmod(state_dir, 0o700)  # credentials, the rendered config, the signing key and the store
         return creds
 
-    def url(self, service: str, host: str, port: int) -> str:
-        return f"nats://{service}:{self.passwords[service]}@{host}:{port}"
+    def url(self, service: str, host: str, port: int, scheme: str = "nats") -> str:
+        """A URL with the password in it: for in-process clients (tests) only, never a command line."""
+        return f"{scheme}://{service}:{self.passwords[service]}@{host}:{port}"
+
+    def creds_file(self, state_dir: Path, user: str) -> Path:
+        """The 0600 file a process started by `kpilot up` reads its credentials from."""
+        path = state_dir / "creds" / f"{user}.json"
+        write_secret(path, msgspec.json.encode(UserCreds(user=user, password=self.passwords[user])))
+        os.chmod(path.parent, 0o700)
+        return path
+
+
+def _user_block(name: str, password: str) -> str:
+    perm = permissions(name)
+
+    def rule(allow: tuple[str, ...], deny: tuple[str, ...]) -> str:
+        return f"{{allow: {json.dumps(list(allow))}" + (f", deny: {json.dumps(list(deny))}" if deny else "") + "}"
+
+    responses = ", allow_responses: true" if perm.allow_responses else ""
+    return (f"    {{user: {name}, password: {json.dumps(password)}, permissions: {{"
+            f"publish: {rule(perm.publish, perm.publish_deny)}, "
+            f"subscribe: {rule(perm.subscribe, perm.subscribe_deny)}{responses}}}}}")
 
 
 def render_config(*, host: str, port: int, http_port: int, store_dir: Path, creds: Credentials,
-                  server_name: str = "kpilot") -> str:
-    users = []
-    for name, password in creds.passwords.items():
-        perm = permissions(name)
-        pub, sub = json.dumps(list(perm.publish)), json.dumps(list(perm.subscribe))
-        users.append(f"    {{user: {name}, password: {json.dumps(password)}, permissions: {{publish: {{allow: {pub}}}, "
-                     f"subscribe: {{allow: {sub}}}}}}}")
+                  server_name: str = "kpilot", tls: str = "") -> str:
+    """The server config: one user per name of `shared.subjects.USERS` with its permissions; the HTTP
+    monitor always on 127.0.0.1 (it has no authentication); `tls` a rendered `tls {...}` block or ''."""
+    users = [_user_block(name, creds.passwords[name]) for name in USERS]
     return Template(TEMPLATE.read_text()).substitute(
         server_name=server_name, host=host, port=port, http_port=http_port, store_dir=str(store_dir),
-        users="\n".join(users))
+        users="\n".join(users), tls=tls)
 
 
 def free_port() -> int:
@@ -89,23 +108,35 @@ class EmbeddedServer:
     """One nats-server process bound to loopback with JetStream file storage under `state_dir`."""
 
     def __init__(self, state_dir: Path, *, port: int = 4222, host: str = "127.0.0.1",
-                 http_port: int | None = None) -> None:
+                 http_port: int | None = None, tls: bool = False) -> None:
         self.state_dir = state_dir
         self.host, self.port = host, port
         self.http_port = http_port if http_port is not None else free_port()
         self.conf_path = state_dir / f"nats-{port}.conf"
         self.log_path = state_dir / f"nats-{port}.log"
         self.creds = Credentials.load_or_create(state_dir)
+        # With TLS every client connection must be TLS, checked against the CA made here (ca.pem).
+        self.tls: TlsFiles | None = make_tls(state_dir / "tls", (host, "localhost")) if tls else None
         self.proc: subprocess.Popen[bytes] | None = None
 
     def url(self, service: str = "operator") -> str:
-        return self.creds.url(service, self.host, self.port)
+        """A URL with `service`'s password in it, for in-process clients (tests)."""
+        return self.creds.url(service, self.host, self.port, "tls" if self.tls else "nats")
+
+    def plain_url(self) -> str:
+        return f"{'tls' if self.tls else 'nats'}://{self.host}:{self.port}"
+
+    def creds_file(self, user: str) -> Path:
+        return self.creds.creds_file(self.state_dir, user)
 
     def write_config(self) -> Path:
         store = self.state_dir / "jetstream"
         store.mkdir(parents=True, exist_ok=True)
-        self.conf_path.write_text(render_config(host=self.host, port=self.port, http_port=self.http_port,
-                                                store_dir=store, creds=self.creds))
+        tls = "" if self.tls is None else (
+            f"tls {{\n  cert_file: {json.dumps(self.tls.cert)}\n  key_file: {json.dumps(self.tls.key)}\n"
+            f"  timeout: 2\n}}")
+        write_secret(self.conf_path, render_config(host=self.host, port=self.port, http_port=self.http_port,
+                                                   store_dir=store, creds=self.creds, tls=tls).encode())
         check = subprocess.run([str(find_binary()), "-t", "-c", str(self.conf_path)], capture_output=True,
                                text=True, check=False)
         if check.returncode != 0:

@@ -26,6 +26,7 @@ from nats.micro.service import EndpointStats, Service
 from shared import logging as kplog
 from shared.bus import Bus, BusError
 from shared.messages import Heartbeat, HeartbeatAck
+from shared.natsauth import CA_ENV, CREDS_ENV
 from shared.subjects import HEARTBEAT_ACK, HEARTBEAT_PING
 
 VERSION = "0.1.0"
@@ -118,7 +119,8 @@ Setup = Callable[[ServiceRuntime], Awaitable[None]]
 
 
 async def run_service(name: str, setup: Setup, url: str, args: argparse.Namespace | None = None) -> None:
-    bus = await Bus.connect(url, name)
+    bus = await Bus.connect(url, name, creds_file=getattr(args, "creds_file", None),
+                            tls_ca=getattr(args, "tls_ca", None))
     runtime = ServiceRuntime(name, bus)
     if args is not None:
         runtime.args = args
@@ -135,7 +137,12 @@ def serve(name: str, setup: Setup, argv: list[str] | None = None,
     its setup reads from `runtime.args`."""
     parser = argparse.ArgumentParser(prog=f"python -m services.{name}", description=f"kernelpilot {name}")
     parser.add_argument("--nats", default=os.environ.get("KPILOT_NATS", DEFAULT_NATS),
-                        help="NATS URL, with this service's credentials (default: $KPILOT_NATS or %(default)s)")
+                        help="NATS URL (default: $KPILOT_NATS or %(default)s); credentials in --creds-file")
+    parser.add_argument("--creds-file", default=os.environ.get(CREDS_ENV),
+                        help="a 0600 JSON file {user, password} with this service's NATS credentials "
+                             "(default: $KPILOT_NATS_CREDS; `kpilot up` writes <state-dir>/creds/<name>.json)")
+    parser.add_argument("--tls-ca", default=os.environ.get(CA_ENV),
+                        help="CA file of a TLS server (default: $KPILOT_NATS_CA; `kpilot up --tls` writes it)")
     parser.add_argument("--log-level", default="info")
     if add_args is not None:
         add_args(parser)

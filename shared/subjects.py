@@ -1,6 +1,6 @@
 """The one table of subjects, JetStream streams, KV buckets, object stores and per-service permissions.
 
-Provisioning (`shared.provision`) and the nats-server config (`shared.natsconf`) are both generated from
+Provisioning (`shared.provision`) and the nats-server config (`shared.natsserver`) are both generated from
 this module, so what a service may publish is enforced by the server, not by convention: the planner,
 which executes what an LLM suggests, may publish `candidates.>` but never `patches.verified.>`.
 """
@@ -127,6 +127,9 @@ STREAMS: tuple[Stream, ...] = (
 )
 
 
+TRUST_BUCKET = "trust"
+
+
 class Bucket(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     description: str
@@ -136,6 +139,8 @@ class Bucket(msgspec.Struct, frozen=True, kw_only=True):
 KV_BUCKETS: tuple[Bucket, ...] = (
     Bucket(name="kernels", description="kernel registry: name -> task and current version"),
     Bucket(name="jobs", description="job state, one key per job"),
+    # Written by admin only (`kpilot up`): the public keys subscribers check signed patches with.
+    Bucket(name=TRUST_BUCKET, description="trusted public keys (critic's Ed25519 key), admin-written"),
 )
 
 OBJECT_STORES: tuple[Bucket, ...] = (
@@ -167,55 +172,167 @@ def subject_matches(pattern: str, subject: str) -> bool:
 
 
 # ---------------------------------------------------------------- permissions
+#
+# Least privilege, enforced by the server. Provisioning (streams, KV buckets, the object store) runs as
+# `admin`, the only identity with stream create/update/delete/purge and message delete: so nobody else
+# can configure a stream's republish, delete a stream or purge AUDIT. Each other identity gets, from its
+# Role below, publish on the subjects it produces, the read side of the JetStream API (stream info,
+# consumers, fetch, ack, message get) on the streams it reads, writes on its own KV keys and object store,
+# and the core subscriptions it serves; tool requests are answered only by the toolrunner's queue groups.
+# Adding a subject with its publisher is one line: extend that service's `publish` (and, if it is new
+# and durable, add it to a stream in STREAMS above).
+
+ADMIN = "admin"
+OPERATOR_NAME = "operator"
+
+
+class Role(msgspec.Struct, frozen=True, kw_only=True):
+    """What one identity does on the bus; `permissions()` turns it into the server's allow-lists."""
+
+    publish: tuple[str, ...] = ()  # subjects it publishes (durably or core requests)
+    serves: tuple[str, ...] = ()  # core subscriptions: request subjects it answers (any queue group)
+    queues: tuple[str, ...] = ()  # "subject queue": subscriptions allowed only in that queue group
+    reads: tuple[str, ...] = ()  # streams it reads: stream info, consumers, fetch, ack, message get
+    gets: tuple[str, ...] = ()  # streams it only looks messages up in (message get by subject/sequence)
+    # "STREAM:durable" consumers it owns (its bus.consume calls): nobody else may create, fetch from or
+    # ack on them, so no one steals or drops another service's work. `<service>-heartbeat` on OPS is added.
+    durables: tuple[str, ...] = ()
+    kv_read: tuple[str, ...] = ()  # KV buckets it reads
+    kv_write: tuple[str, ...] = ()  # "bucket" or "bucket.key-pattern": keys it may put/delete
+    obj_read: tuple[str, ...] = ()
+    obj_write: tuple[str, ...] = ()  # object stores it owns (puts only: no purge, no delete)
+    subscribe_all: bool = False  # core-subscribe every subject except what others serve (the operator)
+
+
+_ALL_STREAMS = tuple(s.name for s in STREAMS)
+
+ROLES: dict[str, Role] = {
+    "telemetry": Role(publish=("telemetry.>", "events.state.>", "tools.>"), serves=(KERNEL_PROFILE,),
+                      reads=("TELEMETRY",), durables=("TELEMETRY:telemetry-launches-all",
+                                                      "TELEMETRY:telemetry-samples-all")),
+    "decomposer": Role(publish=("tools.>", "audit.decomposer"), serves=(DECOMPOSER_ANALYZE,)),
+    # The planner runs what an LLM proposes: it may publish candidates, never verdicts or patches.
+    "planner": Role(publish=("jobs.>", "candidates.>", "tools.>", DECOMPOSER_ANALYZE),
+                    reads=("EVENTS", "JOBS", "VERDICTS", "PATCHES", "FAILURES"),
+                    durables=("JOBS:planner-requests", "JOBS:planner-cancels", "EVENTS:planner-events",
+                              "VERDICTS:planner-verdicts"),
+                    kv_read=("jobs", "kernels"), kv_write=("jobs",)),
+    "toolrunner": Role(publish=("audit.toolrunner",), serves=("toolrunner.>",),
+                       queues=("tools.> toolrunner", "tools.> toolrunner-gpu"),
+                       obj_read=("artifacts",), obj_write=("artifacts",)),
+    # The verifier looks up a candidate's job (its last JobUpdate) to withdraw candidates of ended jobs.
+    "verifier": Role(publish=("verdicts.>", "tools.>"), reads=("CANDIDATES",), gets=("JOBS",),
+                     durables=("CANDIDATES:verifier",)),
+    # The critic also reads optimize requests: they are the root of a chain that no telemetry started;
+    # it looks up (message get only) the TELEMETRY sample that started a chain. It owns the
+    # `verified.*` keys of `kernels`, and `patches.>` covers `patches.proposed.*` too.
+    "critic": Role(publish=("patches.>", "failures.>"),
+                   reads=("VERDICTS", "CANDIDATES", "EVENTS", "JOBS"), gets=("TELEMETRY",),
+                   durables=("CANDIDATES:critic-candidates", "JOBS:critic-jobs", "JOBS:critic-requests",
+                             "EVENTS:critic-events", "VERDICTS:critic-verdicts"),
+                   kv_read=("kernels",), kv_write=("kernels.verified.>",)),
+    # The operator (kpilot CLI and any client that connects without credentials) reads and tails every
+    # stream and asks for work: optimize requests, tool and analysis requests, telemetry to replay, the
+    # heartbeat ping, kernel registrations (`<kernel>` and `task.<kernel>` keys of `kernels`). It
+    # publishes no verdicts, candidates or patches and answers nothing.
+    OPERATOR_NAME: Role(publish=(OPTIMIZE_REQUEST, OPTIMIZE_CANCEL, "tools.>", "toolrunner.>", DECOMPOSER_ANALYZE,
+                                 KERNEL_PROFILE, "telemetry.>", HEARTBEAT_PING, "health.>"),
+                        reads=_ALL_STREAMS, kv_read=tuple(b.name for b in KV_BUCKETS),
+                        kv_write=("kernels.*", "kernels.task.>"), obj_read=tuple(o.name for o in OBJECT_STORES),
+                        subscribe_all=True),
+}
+
+SERVICE_NAMES: tuple[str, ...] = ("telemetry", "decomposer", "planner", "toolrunner", "verifier", "critic")
+USERS: tuple[str, ...] = (ADMIN, *SERVICE_NAMES, OPERATOR_NAME)
 
 
 class Permissions(msgspec.Struct, frozen=True, kw_only=True):
     publish: tuple[str, ...]
     subscribe: tuple[str, ...]
+    publish_deny: tuple[str, ...] = ()
+    subscribe_deny: tuple[str, ...] = ()
+    allow_responses: bool = False  # may publish one reply to the reply subject of a request it received
 
 
-# Every client needs these: JetStream API and acks, replies to inboxes, micro-service discovery,
-# KV and object-store access, and dead letters (any consumer may dead-letter what it cannot decode).
-_COMMON_PUB = ("$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>", "$SRV.>", "$KV.>", "$O.>", "dlq.>",
-               "ops.heartbeat.ack.>")
-_COMMON_SUB = ("_INBOX.>", "$SRV.>", "$KV.>", "$O.>", "ops.heartbeat.ping")
-
-SERVICE_NAMES: tuple[str, ...] = ("telemetry", "decomposer", "planner", "toolrunner", "verifier", "critic")
-
-_SERVICE_SUBJECTS: dict[str, Permissions] = {
-    "telemetry": Permissions(publish=("telemetry.>", "events.state.>", "tools.>"),
-                             subscribe=("telemetry.>", KERNEL_PROFILE)),
-    "decomposer": Permissions(publish=("tools.>", "audit.decomposer"), subscribe=("decomposer.analyze",)),
-    # The planner runs what an LLM proposes: it may publish candidates, never verdicts or patches.
-    "planner": Permissions(publish=("jobs.>", "candidates.>", "tools.>", "decomposer.analyze"),
-                           subscribe=("events.state.>", "optimize.request", OPTIMIZE_CANCEL, "jobs.>", "verdicts.>",
-                                      "patches.>", "failures.>")),
-    "toolrunner": Permissions(publish=("audit.toolrunner",), subscribe=("tools.>", "toolrunner.>")),
-    "verifier": Permissions(publish=("verdicts.>", "tools.>"), subscribe=("candidates.>",)),
-    # The critic also reads optimize requests: they are the root of a chain that no telemetry started.
-    "critic": Permissions(publish=("patches.>", "failures.>"),
-                          subscribe=("verdicts.>", "candidates.>", "events.state.>", "jobs.>",
-                                     "optimize.request")),
-}
-
-# The operator (kpilot CLI and any client that connects without credentials) reads everything and
-# may ask for work, but publishes no verdicts, candidates or patches.
-OPERATOR = Permissions(
-    publish=("optimize.request", OPTIMIZE_CANCEL, "tools.>", "decomposer.analyze", KERNEL_PROFILE, "telemetry.>", "ops.>",
-             "health.>",
-             "toolrunner.>", "$JS.API.>",
-             "$JS.ACK.>", "$JS.FC.>", "_INBOX.>", "$SRV.>", "$KV.>", "$O.>"),
-    subscribe=(">",),
-)
+_JS = "$JS.API"
 
 
-def permissions(service: str) -> Permissions:
-    """The publish/subscribe allow-lists the server enforces for `service` (or 'operator')."""
-    if service == "operator":
-        return OPERATOR
+def stream_read_api(stream: str) -> tuple[str, ...]:
+    """The read side of the JetStream API on one stream: info, consumers (ephemeral, ordered, durable
+    by name), fetch, ack, flow control, message get. Never update, delete, purge or message delete."""
+    return (f"{_JS}.STREAM.INFO.{stream}", f"{_JS}.CONSUMER.CREATE.{stream}", f"{_JS}.CONSUMER.CREATE.{stream}.>",
+            f"{_JS}.CONSUMER.DURABLE.CREATE.{stream}.*", f"{_JS}.CONSUMER.INFO.{stream}.*",
+            f"{_JS}.CONSUMER.MSG.NEXT.{stream}.*", f"{_JS}.STREAM.MSG.GET.{stream}",
+            f"{_JS}.DIRECT.GET.{stream}", f"{_JS}.DIRECT.GET.{stream}.>", f"$JS.ACK.{stream}.>",
+            f"$JS.FC.{stream}.>")
+
+
+def kv_stream(bucket: str) -> str:
+    return f"KV_{bucket}"
+
+
+def obj_stream(store: str) -> str:
+    return f"OBJ_{store}"
+
+
+# Every identity: account info and stream lookup by subject (read-only), heartbeat acks, dead letters,
+# micro-service discovery replies, and inbox subscriptions for replies and push consumers.
+_COMMON_PUB = (f"{_JS}.INFO", f"{_JS}.STREAM.NAMES", "dlq.>")
+_COMMON_SUB = ("_INBOX.>",)
+# What a service does on top: answer heartbeats and micro discovery; read OPS (heartbeat consumer).
+_SERVICE_PUB = ("ops.heartbeat.ack.>", "$SRV.>")
+
+
+def permissions(user: str) -> Permissions:
+    """The allow/deny lists the server enforces for `user` (a service, 'operator' or 'admin')."""
+    if user == ADMIN:
+        return Permissions(publish=(">",), subscribe=(">",), allow_responses=False)
     try:
-        own = _SERVICE_SUBJECTS[service]
+        role = ROLES[user]
     except KeyError:
-        raise KeyError(f"unknown service {service!r}; known: {', '.join(SERVICE_NAMES)}") from None
-    return Permissions(publish=own.publish + _COMMON_PUB,
-                       subscribe=own.subscribe + _COMMON_SUB + (f"health.{service}",))
+        raise KeyError(f"unknown NATS user {user!r}; known: {', '.join(USERS)}") from None
+    service = user != OPERATOR_NAME
+    reads = (*role.reads, "OPS") if service and "OPS" not in role.reads else role.reads
+    pub: list[str] = [*role.publish, *_COMMON_PUB, *(_SERVICE_PUB if service else ("$SRV.>",))]
+    sub: list[str] = [*role.serves, *role.queues, *_COMMON_SUB]
+    for stream in reads:
+        pub += stream_read_api(stream)
+    for stream in role.gets:
+        pub += (f"{_JS}.STREAM.INFO.{stream}", f"{_JS}.STREAM.MSG.GET.{stream}")
+    pub_deny = [api for owner, stream, durable in owned_durables() if owner != user and stream in reads
+                for api in durable_api(stream, durable)]
+    for bucket in dict.fromkeys((*role.kv_read, TRUST_BUCKET)):  # everyone reads the trusted keys
+        pub += stream_read_api(kv_stream(bucket))
+        sub.append(f"$KV.{bucket}.>")
+    for key in role.kv_write:
+        bucket, _, keys = key.partition(".")
+        pub.append(f"$KV.{bucket}.{keys or '>'}")
+    for store in role.obj_read:
+        pub += stream_read_api(obj_stream(store))
+    for store in role.obj_write:
+        pub.append(f"$O.{store}.>")  # content-addressed: a put never replaces, so no purge
+    if service:
+        sub += (HEARTBEAT_PING, f"health.{user}", "$SRV.*", f"$SRV.*.{user}", f"$SRV.*.{user}.>")
+    if role.subscribe_all:
+        # Reads every subject, but never joins what services serve: it cannot answer tool, analysis,
+        # profile, health or discovery requests, so no client trusts a forged reply from it.
+        served = sorted({s for r in ROLES.values() for s in (*r.serves, *(q.split()[0] for q in r.queues))})
+        return Permissions(publish=tuple(dict.fromkeys(pub)), subscribe=(">",), publish_deny=tuple(pub_deny),
+                           subscribe_deny=(*served, "health.>", "$SRV.>"))
+    return Permissions(publish=tuple(dict.fromkeys(pub)), subscribe=tuple(dict.fromkeys(sub)),
+                       publish_deny=tuple(pub_deny), allow_responses=True)
+
+
+def owned_durables() -> list[tuple[str, str, str]]:
+    """(owner, stream, durable) for every durable consumer a service owns."""
+    out = [(name, "OPS", f"{name}-heartbeat") for name in SERVICE_NAMES]
+    for name, role in ROLES.items():
+        out += [(name, *d.split(":", 1)) for d in role.durables]  # type: ignore[misc]
+    return out
+
+
+def durable_api(stream: str, durable: str) -> tuple[str, ...]:
+    """What only a durable's owner (and admin) may do with it: create or redefine, fetch, ack."""
+    return (f"{_JS}.CONSUMER.CREATE.{stream}.{durable}", f"{_JS}.CONSUMER.CREATE.{stream}.{durable}.>",
+            f"{_JS}.CONSUMER.DURABLE.CREATE.{stream}.{durable}", f"{_JS}.CONSUMER.MSG.NEXT.{stream}.{durable}",
+            f"$JS.ACK.{stream}.{durable}.>")

@@ -24,10 +24,10 @@ def _task_roots(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest.fixture
 async def nats_server(tmp_path: Path) -> AsyncIterator[EmbeddedServer]:
-    """nats-server with JetStream, per-service users and permissions, streams provisioned."""
+    """nats-server with JetStream, per-service users and permissions, streams provisioned (as admin)."""
     server = EmbeddedServer(tmp_path / "state", port=free_port())
     server.start()
-    bus = await Bus.connect(server.url("operator"), "test-provision")
+    bus = await Bus.connect(server.url("admin"), "test-provision")
     await provision(bus.js)
     await bus.close()
     try:

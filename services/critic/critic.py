@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import msgspec
 import nats.errors
@@ -47,6 +48,7 @@ from shared.messages import (
     Verdict,
     VerifiedPatch,
 )
+from shared.signing import sign
 from shared.subjects import (
     failure_subject,
     patch_subject,
@@ -56,6 +58,9 @@ from shared.subjects import (
     token,
 )
 from shared.tools.task import TaskManifest
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 SOURCE = "critic"
 # Verdicts, candidates and job updates arrive on separate consumers, so a verdict can overtake its
@@ -79,8 +84,9 @@ class ChainIncomplete(Exception):
 
 class Critic:
     def __init__(self, bus: Bus, *, grace_s: float = DEFAULT_GRACE_S,
-                 index: MessageIndex | None = None) -> None:
+                 index: MessageIndex | None = None, signing_key: Ed25519PrivateKey | None = None) -> None:
         self.bus = bus
+        self.signing_key = signing_key  # every verified patch is signed with it (shared/signing.py)
         self.grace_s = grace_s
         self.index = index or MessageIndex()
         self.log = structlog.get_logger().bind(service=SOURCE)
@@ -160,6 +166,8 @@ class Critic:
             evidence_chain=chain.links,
             report_md=render_md(c, chain.links, d, points),
             report_html=render_html(c, chain.links, d, points))
+        if self.signing_key is not None:
+            patch = sign(patch, self.signing_key)
         await self.bus.publish(patch_subject("verified", c.kernel), patch)
         record_verified(state, VerifiedEntry(
             candidate_id=c.id, patch_id=patch.id, version=c.version, job_id=job, status=d.status,

@@ -64,6 +64,8 @@ async def run(url: str, timeout_s: float, speed: float, mode: str = "replay", li
     from services.kpilot.commands.register import register_manifests
     from services.telemetry import bustrace
     from services.toolrunner.tasks import load_task
+    from shared.signing import trusted_key
+    from shared.signing import verify as verify_signature
 
     manifests = [load_task(ROOT / t) for t in TASKS]
     kernels: set[str] = set()
@@ -71,6 +73,7 @@ async def run(url: str, timeout_s: float, speed: float, mode: str = "replay", li
         kernels.add(kernel)
         print(f"[demo] registered {kernel} -> {os.path.relpath(task, ROOT)}")
     bus = await Bus.connect(url, "kpilot")
+    critic_key = [await trusted_key(bus.js)]  # each verified patch is checked against the critic's key
     patches: list[VerifiedPatch] = []
     proposed: list[ProposedPatch] = []
     rejected: list[RejectedPatch] = []
@@ -84,8 +87,10 @@ async def run(url: str, timeout_s: float, speed: float, mode: str = "replay", li
             decided.set()
             speed_txt = (f"{msg.speedup.value:.2f}x" if msg.speedup and msg.speedup.value is not None else
                          f"not measured: {msg.speedup.not_measured if msg.speedup else 'unknown'}")
+            check = verify_signature(msg, critic_key[0])
+            sig_txt = f"signature ok ({check.reason})" if check.ok else f"SIGNATURE FAILED: {check.reason}"
             print(f"[demo] VERIFIED {raw.subject}: {msg.kernel} v{msg.version} config={msg.config} "
-                  f"speedup: {speed_txt}")
+                  f"speedup: {speed_txt}; {sig_txt}")
         elif isinstance(msg, ProposedPatch):
             proposed.append(msg)
             decided.set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -27,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    if getattr(args, "tls_ca", None):  # every Bus.connect of this process trusts that CA
+        from shared.natsauth import CA_ENV
+        os.environ[CA_ENV] = args.tls_ca
     from shared import logging as kplog
     kplog.configure("kpilot", "warning", json=False)  # stderr only: stdout stays clean for --json
     try:

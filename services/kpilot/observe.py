@@ -14,6 +14,7 @@ from nats import errors as nats_errors
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from shared.bus import Bus
+from shared.signing import check_patch, load_public_key, trusted_key
 from shared.subjects import SERVICE_NAMES, stream_for
 
 
@@ -99,8 +100,14 @@ def render_line(subject: str, data: Any) -> str:
 
 
 async def tail(url: str, subjects: list[str], *, as_json: bool, since: timedelta | None,
-               count: int | None, timeout_s: float | None) -> int:
+               count: int | None, timeout_s: float | None, verify: bool = False,
+               trust_key: str | None = None) -> int:
+    """Print each message; with `verify`, each `patches.verified.*` one with its signature check against
+    the critic key of the `trust` bucket (or the public key file `trust_key`)."""
     bus = await Bus.connect(url, "kpilot")
+    key = None
+    if verify:
+        key = load_public_key(trust_key) if trust_key else await trusted_key(bus.js)
     queue: asyncio.Queue[Any] = asyncio.Queue()
 
     async def _cb(msg: Any) -> None:
@@ -132,10 +139,15 @@ async def tail(url: str, subjects: list[str], *, as_json: bool, since: timedelta
                 data: Any = json.loads(msg.data)
             except ValueError:
                 data = msg.data.decode("utf-8", errors="replace")
+            check = check_patch(msg.data, key) if verify and msg.subject.startswith("patches.verified.") \
+                else None
             if as_json:
-                print(json.dumps({"subject": msg.subject, "headers": dict(msg.headers or {}), "data": data}))
+                row = {"subject": msg.subject, "headers": dict(msg.headers or {}), "data": data}
+                print(json.dumps(row | ({"signature": msgspec.to_builtins(check)} if check else {})))
             else:
-                print(render_line(msg.subject, data))
+                mark = "" if check is None else (f"  [signature ok: {check.reason}]" if check.ok else
+                                                 f"  [SIGNATURE FAILED: {check.reason}]")
+                print(render_line(msg.subject, data) + mark)
             sys.stdout.flush()
             seen += 1
     finally:

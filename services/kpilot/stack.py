@@ -13,9 +13,11 @@ from pathlib import Path
 import msgspec
 
 from shared.bus import Bus, BusError
+from shared.natsauth import CA_ENV, CREDS_ENV
 from shared.natsserver import EmbeddedServer, NatsServerError, port_open
 from shared.provision import provision
 from shared.service import Health, health_subject
+from shared.signing import SIGNING_KEY_ENV, make_keypair, publish_trusted_key
 from shared.subjects import SERVICE_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +30,8 @@ class StackState(msgspec.Struct):
     nats_pid: int
     services: dict[str, int]
     log_dir: str
+    http_port: int = 0  # nats-server's HTTP monitor, on 127.0.0.1 only
+    tls_ca: str = ""  # the CA clients need when the stack runs with --tls
 
 
 def state_file(state_dir: Path, port: int) -> Path:
@@ -44,8 +48,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float) -> dict[str, Health]:
-    bus = await Bus.connect(url, "kpilot")
+async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float,
+                       tls_ca: str | None = None) -> dict[str, Health]:
+    bus = await Bus.connect(url, "kpilot", tls_ca=tls_ca)
     healthy: dict[str, Health] = {}
     deadline = time.monotonic() + timeout_s
     try:
@@ -67,7 +72,8 @@ async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float) ->
 
 
 def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
-       services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None) -> int:
+       services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None,
+       tls: bool = False) -> int:
     state_dir = state_dir.resolve()
     path = state_file(state_dir, port)
     if path.exists():
@@ -77,19 +83,31 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
             return 0
         print(f"kpilot: stale stack state on port {port}; stopping its leftovers first")
         down(state_dir, port)
-    server = EmbeddedServer(state_dir, port=port)
+    try:
+        # The critic's Ed25519 key pair: private key 0600 for the critic alone, public key in the
+        # `trust` bucket (admin-written) and beside it in signing/critic.pub for subscribers.
+        signing_key, signing_pub = make_keypair(state_dir / "signing")
+        server = EmbeddedServer(state_dir, port=port, tls=tls)
+    except ImportError as e:
+        print(f"kpilot up: {e}: patch signing and --tls need the `cryptography` package. Fix: "
+              f"`pip install 'cryptography>=43'` (or `make install`).", file=sys.stderr)
+        return 1
     try:
         server.start(detach=True)
     except NatsServerError as e:
         print(f"kpilot up: {e}", file=sys.stderr)
         return 1
     assert server.proc is not None
-    operator = f"nats://127.0.0.1:{port}"
+    operator = server.plain_url()
+    ca = server.tls.ca if server.tls else ""
 
     async def _provision() -> list[str]:
-        bus = await Bus.connect(server.url("operator"), "kpilot")
+        # In-process, so the password is on no command line.
+        bus = await Bus.connect(server.url("admin"), "kpilot-provision", tls_ca=ca or None)
         try:
-            return await provision(bus.js)
+            changed = await provision(bus.js)
+            await publish_trusted_key(bus.js, signing_pub.read_bytes().strip())
+            return changed
         finally:
             await bus.close()
 
@@ -107,14 +125,20 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
     for name in services:
         log = open(log_dir / f"{name}-{port}.log", "ab")  # noqa: SIM115 - the child keeps writing it
         extra = ["--period", f"{telemetry_period_s:g}"] if name == "telemetry" and telemetry_period_s else []
-        proc = subprocess.Popen([sys.executable, "-m", f"services.{name}", "--nats", server.url(name), *extra],
+        # No secret on the command line (`ps` shows it): the password is in a 0600 creds file.
+        env = os.environ | {"KPILOT_STATE": str(state_dir), CREDS_ENV: str(server.creds_file(name))}
+        env = env | {SIGNING_KEY_ENV: str(signing_key)} if name == "critic" else \
+            {k: v for k, v in env.items() if k != SIGNING_KEY_ENV}
+        env = env | {CA_ENV: ca} if ca else {k: v for k, v in env.items() if k != CA_ENV}
+        proc = subprocess.Popen([sys.executable, "-m", f"services.{name}", "--nats", operator, *extra],
                                 cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=os.environ | {"KPILOT_STATE": str(state_dir)})
+                                start_new_session=True, env=env)
         log.close()
         pids[name] = proc.pid
-    st = StackState(port=port, nats_pid=server.proc.pid, services=pids, log_dir=str(log_dir))
+    st = StackState(port=port, nats_pid=server.proc.pid, services=pids, log_dir=str(log_dir),
+                    http_port=server.http_port, tls_ca=ca)
     path.write_bytes(msgspec.json.encode(st))
-    healthy = asyncio.run(wait_healthy(operator, services, timeout_s))
+    healthy = asyncio.run(wait_healthy(operator, services, timeout_s, tls_ca=ca or None))
     missing = [n for n in services if n not in healthy]
     if missing:
         print(f"kpilot up: not healthy within {timeout_s:.0f} s: {', '.join(missing)}; see their logs in "
@@ -123,6 +147,8 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
         return 1
     print(f"kpilot: NATS on {operator} (JetStream in {state_dir / 'jetstream'}; "
           f"{len(changed)} provisioning changes); {len(services)} services healthy: {', '.join(services)}")
+    print(f"kpilot: monitor on http://127.0.0.1:{server.http_port} (loopback only)"
+          + (f"; TLS: clients need --tls-ca {ca} (or {CA_ENV})" if ca else ""))
     if detach:
         return 0
     print("kpilot: running in the foreground; Ctrl-C stops everything")
@@ -175,4 +201,10 @@ async def check_bus(url: str) -> None:
     await bus.close()
 
 
-__all__ = ["BusError", "check_bus", "down", "up", "wait_healthy"]
+__all__ = ["BusError", "check_bus", "down", "stack_info", "up", "wait_healthy"]
+
+
+def stack_info(state_dir: Path, port: int) -> StackState | None:
+    """What `up` recorded for the stack on `port` (monitor port, TLS CA), or None."""
+    path = state_file(state_dir.resolve(), port)
+    return msgspec.json.decode(path.read_bytes(), type=StackState) if path.exists() else None

@@ -111,8 +111,10 @@ async def test_server_restart_keeps_streams_and_resumes_durable_consumers(tmp_pa
     server.start()
     try:
         from shared.provision import provision
+        admin = await Bus.connect(server.url("admin"), "admin")
+        await provision(admin.js)
+        await admin.close()
         op = await Bus.connect(server.url("operator"), "operator")
-        await provision(op.js)
         sent = [Heartbeat(source="kpilot", seq=i) for i in range(10)]
         for msg in sent[:5]:
             await op.publish("ops.heartbeat.ping", msg)
@@ -235,7 +237,7 @@ async def test_a_request_in_flight_across_a_server_kill_is_resent_and_answered(t
             if len(seen) > 1:  # the first reply is the one lost with the server
                 await raw.respond(encode(Heartbeat(source="toolrunner", seq=len(seen))))
 
-        await runner.nc.subscribe("tools.compile", cb=answer)
+        await runner.nc.subscribe("tools.compile", queue="toolrunner", cb=answer)  # the only way it may
         await runner.nc.flush()
         call = asyncio.create_task(verifier.request("tools.compile", Heartbeat(source="verifier"), Heartbeat,
                                                     timeout_s=30.0))

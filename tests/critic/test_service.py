@@ -201,16 +201,17 @@ async def test_a_restarted_critic_replaying_every_verdict_publishes_the_patch_on
     op = await make_bus("operator")
     assert len(await wait_for(op, "patches.verified.>")) == 1
     await critic.close()
-    # Forget where the consumer was: the new critic is delivered every verdict again.
-    await op.js.delete_consumer("VERDICTS", "critic-verdicts")
+    # Forget where the consumer was: the new critic is delivered every verdict again (only admin may).
+    admin = await make_bus("admin")
+    await admin.js.delete_consumer("VERDICTS", "critic-verdicts")
     critic = await start_critic(make_bus)
     await asyncio.sleep(3.0)
     assert len(await stream(op, "patches.verified.>")) == 1
     assert (await kernel_state(op, "matmul_kernel")).decided == [j.candidate.id]
     await critic.close()
     # A kill between publish and the KV write: the state is lost too, the stream's de-dup still holds.
-    await (await op.js.key_value("kernels")).delete(state_key("matmul_kernel"))
-    await op.js.delete_consumer("VERDICTS", "critic-verdicts")
+    await (await admin.js.key_value("kernels")).delete(state_key("matmul_kernel"))
+    await admin.js.delete_consumer("VERDICTS", "critic-verdicts")
     critic = await start_critic(make_bus)
     await asyncio.sleep(3.0)
     assert len(await stream(op, "patches.verified.>")) == 1
@@ -218,8 +219,9 @@ async def test_a_restarted_critic_replaying_every_verdict_publishes_the_patch_on
 
 
 def _spawn(server: EmbeddedServer) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "services.critic", "--nats", server.url("critic"),
-                             "--log-level", "warning"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.Popen([sys.executable, "-m", "services.critic", "--nats", server.plain_url(),
+                             "--creds-file", str(server.creds_file("critic")), "--log-level", "warning"],
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 async def _acked(op: Bus, durable: str, n: int, timeout_s: float = 20.0) -> None:
@@ -253,7 +255,7 @@ async def test_a_critic_killed_mid_job_resumes_and_publishes_the_patch_once(
         assert len(patch.evidence_chain) == 8
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        await op.js.delete_consumer("VERDICTS", "critic-verdicts")
+        await (await make_bus("admin")).js.delete_consumer("VERDICTS", "critic-verdicts")
         proc = _spawn(nats_server)
         await _acked(op, "critic-verdicts", 3)
         assert len(await stream(op, "patches.verified.>")) == 1

@@ -16,6 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # this module adds no co
 def nats_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nats", default=os.environ.get("KPILOT_NATS", DEFAULT_NATS),
                    help="NATS URL (default: $KPILOT_NATS or %(default)s)")
+    p.add_argument("--tls-ca", metavar="CA_PEM", default=None,
+                   help="CA of a stack started with `kpilot up --tls` (<state-dir>/tls/ca.pem; or $KPILOT_NATS_CA)")
 
 
 def stack_args(p: argparse.ArgumentParser) -> None:

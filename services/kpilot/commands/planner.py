@@ -127,10 +127,13 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
         VerifiedPatch,
         decode,
     )
+    from shared.signing import trusted_key
+    from shared.signing import verify as verify_signature
     from shared.subjects import OPTIMIZE_REQUEST
 
     say = progress or (lambda _line: None)
     bus = await Bus.connect(url, "kpilot")
+    critic_key = await trusted_key(bus.js)  # every verified patch's signature is checked against it
     req = OptimizeRequest(
         source="kpilot",
         task_path=str(task),
@@ -207,6 +210,7 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
                     "diff": msg.diff,
                     "config": msg.config,
                     "speedup": msgspec.to_builtins(msg.speedup) if msg.speedup else None,
+                    "signature": msgspec.to_builtins(verify_signature(msg, critic_key)),
                 }
             if isinstance(msg, ProposedPatch):
                 row["not_verified"] = msg.not_verified
@@ -266,8 +270,11 @@ def _print(out: dict) -> None:
     else:
         print("best: none measured")
     for p in out["patches"]:
+        sig = p.get("signature")
+        mark = "" if sig is None else (f" [signature ok: {sig['reason']}]" if sig["ok"] else
+                                       f" [SIGNATURE FAILED: {sig['reason']}: do not apply]")
         print(
-            f"patch {p['subject']} {p['candidate_id']}: "
+            f"patch {p['subject']} {p['candidate_id']}:{mark} "
             + (f"(not verified: {p['not_verified']})" if "not_verified" in p else "")
             + ("\n" + p["diff"] if "diff" in p else str(p.get("reasons")))
         )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import sys
+from pathlib import Path
 
 from services.kpilot.commands.common import nats_arg, stack_args
 
@@ -17,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for health")
     p.add_argument("--telemetry-period", type=float, metavar="S",
                    help="seconds between the telemetry service's device samples (its default: 15)")
+    p.add_argument("--tls", action="store_true",
+                   help="TLS for every client connection, with a CA and server certificate generated in "
+                        "<state-dir>/tls/ (clients pass --tls-ca <state-dir>/tls/ca.pem)")
     p.set_defaults(func=_up)
 
     p = sub.add_parser("down", help="stop what `up` started")
@@ -25,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("status", help="every service instance with health and message counts")
     nats_arg(p)
+    p.add_argument("--state-dir", type=Path, default=Path(os.environ.get("KPILOT_STATE", ".kpilot")),
+                   help="where `up` recorded the stack (for the monitor port; default $KPILOT_STATE or .kpilot)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_status)
 
@@ -36,6 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--count", type=int, help=f"stop after N messages (or after --timeout, {COUNT_TIMEOUT_S:g} s "
                    "by default with --count; exit 1 when fewer arrived)")
     p.add_argument("--timeout", type=float, help="stop after this many seconds")
+    p.add_argument("--verify", action="store_true",
+                   help="check the critic's Ed25519 signature of each patches.verified.* message")
+    p.add_argument("--trust-key", metavar="PUB",
+                   help="the critic's public key file (default: the `trust` KV bucket; <state-dir>/signing/critic.pub)")
     p.set_defaults(func=_tail)
 
     p = sub.add_parser("heartbeat", help="ping every service through JetStream and wait for the answers")
@@ -53,7 +65,7 @@ def _up(args: argparse.Namespace) -> int:
     if args.telemetry_period is not None and args.telemetry_period <= 0:
         raise ValueError(f"--telemetry-period {args.telemetry_period:g}: give a positive number of seconds, e.g. 1")
     return up(args.state_dir, args.port, detach=args.detach, timeout_s=args.timeout,
-              telemetry_period_s=args.telemetry_period)
+              telemetry_period_s=args.telemetry_period, tls=args.tls)
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -62,8 +74,16 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from urllib.parse import urlparse
+
     from services.kpilot.observe import print_status, status
-    return print_status(asyncio.run(status(args.nats)), args.json)
+    from services.kpilot.stack import stack_info
+    info = stack_info(args.state_dir, urlparse(args.nats).port or 4222)
+    rows = asyncio.run(status(args.nats))
+    if info is not None and info.http_port:
+        monitor = f"NATS monitor: http://127.0.0.1:{info.http_port} (loopback only)"
+        print(monitor, file=sys.stderr if args.json else sys.stdout)
+    return print_status(rows, args.json)
 
 
 def _tail(args: argparse.Namespace) -> int:
@@ -72,7 +92,7 @@ def _tail(args: argparse.Namespace) -> int:
     # --count alone used to wait forever when fewer than N messages were stored or came.
     timeout = args.timeout if args.timeout is not None or args.count is None else COUNT_TIMEOUT_S
     return asyncio.run(tail(args.nats, args.subjects, as_json=args.json, since=since, count=args.count,
-                            timeout_s=timeout))
+                            timeout_s=timeout, verify=args.verify, trust_key=args.trust_key))
 
 
 def _heartbeat(args: argparse.Namespace) -> int:
