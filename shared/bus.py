@@ -27,6 +27,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
+from shared import metrics
 from shared.messages import DeadLetter, Message, decode, encode
 from shared.subjects import dlq_subject, stream_for
 
@@ -164,8 +165,8 @@ class Bus:
     async def publish(self, subject: str, msg: Message, *, timeout_s: float = 5.0) -> PubAck:
         """Durable publish; the envelope id is the JetStream `Nats-Msg-Id`, so a retry is stored once."""
         try:
-            return await self.js.publish(subject, encode(msg), timeout=timeout_s,
-                                         headers={"Nats-Msg-Id": msg.id})
+            ack = await self.js.publish(subject, encode(msg), timeout=timeout_s,
+                                        headers={"Nats-Msg-Id": msg.id})
         except nats.errors.NoRespondersError as e:
             raise BusError(f"no stream captures {subject!r}. Fix: provision the streams "
                            f"(`kpilot up` does it) from shared/subjects.py.") from e
@@ -174,12 +175,15 @@ class Bus:
         except nats.errors.TimeoutError as e:
             raise BusError(f"publish to {subject!r} not acknowledged within {timeout_s} s (is this "
                            f"service allowed to publish there? see shared/subjects.py permissions)") from e
+        metrics.on_published(self.service, msg)
+        return ack
 
     async def publish_pipelined(self, subject: str, msg: Message) -> asyncio.Future[PubAck]:
         """Durable publish without waiting for the stream's ack: for high-rate publishers (telemetry).
 
         Await the returned future (or `flush_pipelined`) before counting the message as stored.
         """
+        metrics.on_published(self.service, msg)
         return await self.js.publish_async(subject, encode(msg), headers={"Nats-Msg-Id": msg.id})
 
     async def flush_pipelined(self) -> None:
@@ -245,19 +249,23 @@ class Bus:
 
         async def _one(raw: Msg) -> None:
             stats.received += 1
+            metrics.on_consumed(self.service, durable, "received")
             deliveries = raw.metadata.num_delivered
             try:
                 msg = decode(raw.data, msg_type)
             except (msgspec.DecodeError, msgspec.ValidationError) as e:
                 await self.dead_letter(raw, f"invalid message: {e}{schema_violations(raw.data)}", deliveries)
                 stats.dead_lettered += 1
+                metrics.on_consumed(self.service, durable, "dead_lettered")
                 await raw.term()
                 return
             if msg.id in seen:
                 stats.duplicates += 1
+                metrics.on_consumed(self.service, durable, "duplicate")
                 await raw.ack()
                 return
             mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
+            t0 = time.monotonic()
             try:
                 await handler(msg)
             except Exception as e:  # noqa: BLE001 - a handler bug must not crash the service: retry, then dead-letter
@@ -265,15 +273,19 @@ class Bus:
                     mlog.exception("handler failed, dead-lettering", deliveries=deliveries)
                     await self.dead_letter(raw, f"handler failed {deliveries} times: {e!r}", deliveries)
                     stats.dead_lettered += 1
+                    metrics.on_consumed(self.service, durable, "dead_lettered")
                     await raw.term()
                 else:
                     delay = backoff[min(deliveries - 1, len(backoff) - 1)]
                     mlog.exception("handler failed, will retry", deliveries=deliveries, delay_s=delay)
                     stats.retried += 1
+                    metrics.on_consumed(self.service, durable, "retried")
                     await raw.nak(delay=delay)
                 return
             await raw.ack()
             stats.handled += 1
+            metrics.on_consumed(self.service, durable, "handled")
+            metrics.on_handled(self.service, durable, time.monotonic() - t0, time.time() - msg.ts)
             seen[msg.id] = None
             if len(seen) > _SEEN_IDS:
                 seen.popitem(last=False)

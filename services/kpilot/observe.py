@@ -58,10 +58,11 @@ async def status(url: str, *, wait_s: float = 0.7) -> list[dict[str, Any]]:
         rows.append({"name": s.get("name"), "instance": health.get("instance", s.get("id")),
                      "id": s.get("id"), "healthy": bool(health.get("healthy")), "version": s.get("version"),
                      "counters": counters, "consumers": health.get("consumers", {}), "endpoints": endpoints,
-                     "details": health.get("details", {})})
+                     "details": health.get("details", {}), "metrics_url": health.get("metrics_url") or None})
     seen = {r["name"] for r in rows}
     rows += [{"name": n, "instance": None, "id": None, "healthy": False, "version": None, "counters": {},
-              "consumers": {}, "endpoints": {}, "details": {"error": "no instance answered"}}
+              "consumers": {}, "endpoints": {}, "details": {"error": "no instance answered"},
+              "metrics_url": None}
              for n in SERVICE_NAMES if n not in seen]
     return sorted(rows, key=lambda r: (r["name"] or "", r["instance"] or ""))
 
