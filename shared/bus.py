@@ -90,7 +90,7 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
     try:
         # Two tries for the first connection so a wrong URL fails fast; unlimited reconnects after that.
         await nc.connect(
-            url, name=name, connect_timeout=timeout_s, allow_reconnect=reconnect, max_reconnect_attempts=2,
+            url.split(",") if "," in url else url, name=name, connect_timeout=timeout_s, allow_reconnect=reconnect, max_reconnect_attempts=2,
             reconnect_time_wait=0.5, disconnected_cb=_disconnected, reconnected_cb=_reconnected,
             error_cb=_error)
         nc.options["max_reconnect_attempts"] = -1
@@ -124,6 +124,8 @@ def schema_violations(data: bytes) -> str:
 
 
 def _redact(url: str) -> str:
+    if "," in url:  # a cluster's server list
+        return ",".join(_redact(u) for u in url.split(","))
     if "@" not in url:
         return url
     scheme, rest = url.split("://", 1) if "://" in url else ("nats", url)

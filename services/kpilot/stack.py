@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 
+from shared import natscluster
 from shared.bus import Bus, BusError
 from shared.natsserver import EmbeddedServer, NatsServerError, port_open
 from shared.provision import provision
@@ -67,7 +68,9 @@ async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float) ->
 
 
 def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
-       services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None) -> int:
+       services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None,
+       cluster: int = 0) -> int:
+    """`cluster` N >= 3: N nats-servers with routes (shared/natscluster.py), everything at N replicas."""
     state_dir = state_dir.resolve()
     path = state_file(state_dir, port)
     if path.exists():
@@ -77,8 +80,9 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
             return 0
         print(f"kpilot: stale stack state on port {port}; stopping its leftovers first")
         down(state_dir, port)
-    server = EmbeddedServer(state_dir, port=port)
     try:
+        server = natscluster.EmbeddedCluster(state_dir, size=cluster, port=port) if cluster else \
+            EmbeddedServer(state_dir, port=port)
         server.start(detach=True)
     except NatsServerError as e:
         print(f"kpilot up: {e}", file=sys.stderr)
@@ -89,7 +93,7 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
     async def _provision() -> list[str]:
         bus = await Bus.connect(server.url("operator"), "kpilot")
         try:
-            return await provision(bus.js)
+            return await provision(bus.js, replicas=max(cluster, 1))
         finally:
             await bus.close()
 
@@ -112,6 +116,8 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
                                 start_new_session=True, env=os.environ | {"KPILOT_STATE": str(state_dir)})
         log.close()
         pids[name] = proc.pid
+    if isinstance(server, natscluster.EmbeddedCluster):
+        server.write_state(port)
     st = StackState(port=port, nats_pid=server.proc.pid, services=pids, log_dir=str(log_dir))
     path.write_bytes(msgspec.json.encode(st))
     healthy = asyncio.run(wait_healthy(operator, services, timeout_s))
@@ -121,7 +127,7 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
               f"{log_dir}", file=sys.stderr)
         down(state_dir, port)
         return 1
-    print(f"kpilot: NATS on {operator} (JetStream in {state_dir / 'jetstream'}; "
+    print(f"kpilot: NATS on {server.url()} (JetStream in {state_dir}; "
           f"{len(changed)} provisioning changes); {len(services)} services healthy: {', '.join(services)}")
     if detach:
         return 0
@@ -163,7 +169,9 @@ def down(state_dir: Path, port: int) -> int:
     st = msgspec.json.decode(path.read_bytes(), type=StackState)
     for pid in st.services.values():  # services first, so they drain while NATS is still there
         _terminate(pid, 10.0)
-    _terminate(st.nats_pid, 10.0)
+    for pid in {st.nats_pid, *natscluster.member_pids(state_dir.resolve(), port)}:
+        _terminate(pid, 10.0)
+    natscluster.servers_file(state_dir.resolve(), port).unlink(missing_ok=True)
     path.unlink()
     print(f"kpilot: stopped {len(st.services)} services and NATS on port {port}")
     return 0

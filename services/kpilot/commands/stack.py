@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+from pathlib import Path
 
 from services.kpilot.commands.common import nats_arg, stack_args
 
@@ -15,14 +17,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for health")
     p.add_argument("--telemetry-period", type=float, metavar="S",
                    help="seconds between the telemetry service's device samples (its default: 15)")
+    p.add_argument("--cluster", type=int, default=0, metavar="N",
+                   help="N nats-servers with routes on ports PORT..PORT+N-1, every stream at N replicas")
     p.set_defaults(func=_up)
 
     p = sub.add_parser("down", help="stop what `up` started")
     stack_args(p)
     p.set_defaults(func=_down)
 
-    p = sub.add_parser("status", help="every service instance with health and message counts")
+    p = sub.add_parser("status", help="every service instance with health and message counts, and every "
+                                      "nats-server with the streams it leads")
     nats_arg(p)
+    p.add_argument("--state-dir", type=Path, default=Path(os.environ.get("KPILOT_STATE", ".kpilot")),
+                   help="where `up` recorded the servers it started (pids); default $KPILOT_STATE or .kpilot")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_status)
 
@@ -50,7 +57,7 @@ def _up(args: argparse.Namespace) -> int:
     if args.telemetry_period is not None and args.telemetry_period <= 0:
         raise ValueError(f"--telemetry-period {args.telemetry_period:g}: give a positive number of seconds, e.g. 1")
     return up(args.state_dir, args.port, detach=args.detach, timeout_s=args.timeout,
-              telemetry_period_s=args.telemetry_period)
+              telemetry_period_s=args.telemetry_period, cluster=args.cluster)
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -60,7 +67,7 @@ def _down(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from services.kpilot.observe import print_status, status
-    return print_status(asyncio.run(status(args.nats)), args.json)
+    return print_status(asyncio.run(status(args.nats, state_dir=args.state_dir)), args.json)
 
 
 def _tail(args: argparse.Namespace) -> int:
