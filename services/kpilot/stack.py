@@ -127,7 +127,8 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
               f"{log_dir}", file=sys.stderr)
         down(state_dir, port)
         return 1
-    print(f"kpilot: NATS on {server.url()} (JetStream in {state_dir}; "
+    print(f"kpilot: NATS on {','.join(f'nats://127.0.0.1:{port + i}' for i in range(max(cluster, 1)))} "
+          f"(JetStream in {state_dir}; "
           f"{len(changed)} provisioning changes); {len(services)} services healthy: {', '.join(services)}")
     if detach:
         return 0
