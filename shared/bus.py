@@ -252,11 +252,11 @@ class Bus:
         async def _one(raw: Msg) -> None:
             stats.received += 1
             metrics.on_consumed(self.service, durable, "received")
-            deliveries = raw.metadata.num_delivered
             try:
                 msg = decode(raw.data, msg_type)
             except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                await self.dead_letter(raw, f"invalid message: {e}{schema_violations(raw.data)}", deliveries)
+                await self.dead_letter(raw, f"invalid message: {e}{schema_violations(raw.data)}",
+                                       raw.metadata.num_delivered)
                 stats.dead_lettered += 1
                 metrics.on_consumed(self.service, durable, "dead_lettered")
                 await raw.term()
@@ -266,11 +266,13 @@ class Bus:
                 metrics.on_consumed(self.service, durable, "duplicate")
                 await raw.ack()
                 return
-            mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
             t0 = time.monotonic()
             try:
                 await handler(msg)
             except Exception as e:  # noqa: BLE001 - a handler bug must not crash the service: retry, then dead-letter
+                # Metadata parsing and the log binding cost per message: done only on this path.
+                deliveries = raw.metadata.num_delivered
+                mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
                 if deliveries >= max_deliver:
                     mlog.exception("handler failed, dead-lettering", deliveries=deliveries)
                     await self.dead_letter(raw, f"handler failed {deliveries} times: {e!r}", deliveries)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
 
 from shared.messages import (
     AuditRecord,
@@ -64,8 +65,6 @@ PATCHES = Counter("kpilot_patches_total", "Patch decisions by the critic", ["ser
                   registry=REGISTRY)
 STATE_EVENTS = Counter("kpilot_state_events_total", "Edge-triggered telemetry state events",
                        ["service", "event", "edge"], registry=REGISTRY)
-GPU_STATE = Gauge("kpilot_gpu_state", "The telemetry state vector's current global values per GPU",
-                  ["service", "node", "gpu", "resource", "unit"], registry=REGISTRY)
 TOOL_CALLS = Counter("kpilot_tool_calls_total", "Tool calls served, by tool and outcome",
                      ["service", "tool", "outcome"], registry=REGISTRY)
 TOOL_SECONDS = Histogram("kpilot_tool_call_seconds", "Duration of a served tool call",
@@ -82,23 +81,36 @@ INFO = Gauge("kpilot_service_info", "1 per running service instance", ["service"
 ConsumeOutcome = Literal["received", "handled", "retried", "duplicate", "dead_lettered"]
 
 _lock = threading.Lock()
+# labels() validates and locks on every call (~5 us); the hooks run per message, so children are cached.
+_children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def _child(metric: Any, *labels: str) -> Any:
+    key = (id(metric), labels)
+    child = _children.get(key)
+    if child is None:
+        child = _children[key] = metric.labels(*labels)
+    return child
+_kinds: dict[type, str] = {}  # message type -> its tag (__struct_config__ is built on each access)
+_latest_state: dict[tuple[str, str, str], StateVector] = {}
 _job_states: OrderedDict[tuple[str, str], str] = OrderedDict()  # (service, job id) -> last state
 _MAX_JOBS = 10_000
 
 
 def on_consumed(service: str, consumer: str, outcome: ConsumeOutcome) -> None:
-    MESSAGES.labels(service, consumer, outcome).inc()
+    _child(MESSAGES, service, consumer, outcome).inc()
 
 
 def on_handled(service: str, consumer: str, handler_s: float, lag_s: float) -> None:
-    HANDLER_SECONDS.labels(service, consumer).observe(handler_s)
-    BUS_LAG.labels(service, consumer).observe(max(lag_s, 0.0))
+    _child(HANDLER_SECONDS, service, consumer).observe(handler_s)
+    _child(BUS_LAG, service, consumer).observe(max(lag_s, 0.0))
 
 
 def on_published(service: str, msg: Message) -> None:
     """Count one stored message and move the domain metric it stands for."""
-    kind = type(msg).__struct_config__.tag
-    PUBLISHED.labels(service, str(kind)).inc()
+    cls = type(msg)
+    kind = _kinds.get(cls) or _kinds.setdefault(cls, str(cls.__struct_config__.tag))
+    _child(PUBLISHED, service, kind).inc()
     if isinstance(msg, JobUpdate):
         _job_state(service, msg.job_id or msg.id, msg.status)
         JOB_UPDATES.labels(service, msg.status).inc()
@@ -121,10 +133,8 @@ def on_published(service: str, msg: Message) -> None:
         TOOL_SECONDS.labels(service, msg.action).observe(msg.duration_s)
     elif isinstance(msg, StateChangeEvent):
         STATE_EVENTS.labels(service, msg.event, msg.edge).inc()
-    elif isinstance(msg, StateVector):
-        for t in msg.triples:
-            if t.time == "current" and t.space == "global_avg":
-                GPU_STATE.labels(service, msg.node, msg.gpu, t.resource, t.unit).set(t.value)
+    elif isinstance(msg, StateVector):  # read at scrape time (GpuStateCollector): no work per message
+        _latest_state[(service, msg.node, msg.gpu)] = msg
 
 
 R = TypeVar("R")
@@ -141,6 +151,29 @@ def timed_endpoint(service: str, endpoint: str,
         count.inc()
 
     return _timed
+
+
+class GpuStateCollector:
+    """`kpilot_gpu_state`: the current global values of the last StateVector published per GPU."""
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return [self._family()]
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        fam = self._family()
+        for (service, node, gpu), vec in list(_latest_state.items()):
+            for t in vec.triples:
+                if t.time == "current" and t.space == "global_avg":
+                    fam.add_metric([service, node, gpu, t.resource, t.unit], t.value)
+        return [fam]
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily("kpilot_gpu_state", "The telemetry state vector's current global values per GPU",
+                                 labels=["service", "node", "gpu", "resource", "unit"])
+
+
+REGISTRY.register(GpuStateCollector())
 
 
 def on_llm_tokens(model: str, prompt: int | None, completion: int | None) -> None:
