@@ -266,6 +266,8 @@ def _commit() -> str:
     out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                            capture_output=True, text=True, check=False).stdout.strip()
+    if out.returncode != 0:  # a copy without .git (the device tool's): the caller may say which commit
+        return os.environ.get("KPILOT_COMMIT", "not a git checkout")
     return out.stdout.strip() + ("-dirty" if dirty else "")
 
 

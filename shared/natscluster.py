@@ -13,6 +13,7 @@ environment reference that nats-server resolves at start (`$KPILOT_PW_PLANNER`),
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import time
@@ -273,3 +274,44 @@ def deploy_server_conf() -> str:
             "listen: 0.0.0.0:4222\nhttp: 0.0.0.0:8222\nmax_payload: 8MB\n\n"
             "jetstream {\n  store_dir: \"/data\"\n  max_memory_store: 256MB\n  max_file_store: 8GB\n}\n\n"
             "authorization {\n  users: [\n" + "\n".join(users) + "\n  ]\n}\nno_auth_user: operator\n")
+
+
+def restart_member(state_dir: Path, port: int, name: str, *, timeout_s: float = 60.0) -> int:
+    """Stop member `name` of the cluster `up --cluster` started on `port` (SIGTERM: lame duck, store
+    flushed), start it again on its config and store, wait until its /healthz says JetStream is current,
+    record the new pid; returns it. One step of a rolling restart."""
+    import os
+    import signal
+    import urllib.error
+    import urllib.request
+
+    path = servers_file(state_dir, port)
+    st = msgspec.json.decode(path.read_bytes(), type=ClusterState)
+    member = next((s for s in st.servers if s.name == name), None)
+    if member is None:
+        raise NatsServerError(f"no member {name!r} in {path}; members: {', '.join(s.name for s in st.servers)}")
+    client_port = next(iter(_ports(member.url)))
+    if member.pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while port_open("127.0.0.1", client_port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    conf, log = state_dir / f"nats-{client_port}.conf", state_dir / f"nats-{client_port}.log"
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen([str(find_binary()), "-c", str(conf)], stdout=fh, stderr=fh,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    (state_dir / f"nats-{client_port}.pid").write_text(str(proc.pid))
+    member.pid = proc.pid
+    path.write_bytes(msgspec.json.encode(st))
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{member.http_port}/healthz", timeout=1) as r:
+                if r.status == 200:
+                    return proc.pid
+        except (urllib.error.URLError, OSError):
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise NatsServerError(f"{name} did not come back healthy within {timeout_s:.0f} s; see {log}")
+        time.sleep(0.2)

@@ -170,7 +170,7 @@ def down(state_dir: Path, port: int) -> int:
     st = msgspec.json.decode(path.read_bytes(), type=StackState)
     for pid in st.services.values():  # services first, so they drain while NATS is still there
         _terminate(pid, 10.0)
-    for pid in {st.nats_pid, *natscluster.member_pids(state_dir.resolve(), port)}:
+    for pid in natscluster.member_pids(state_dir.resolve(), port) or [st.nats_pid]:  # a cluster: every member
         _terminate(pid, 10.0)
     natscluster.servers_file(state_dir.resolve(), port).unlink(missing_ok=True)
     path.unlink()

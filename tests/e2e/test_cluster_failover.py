@@ -1,5 +1,6 @@
 """Clustered JetStream (`kpilot up --cluster 3`): one server SIGKILLed mid-job, the leader of the
-CANDIDATES stream, and the job still finishes with nothing lost and nothing stored twice.
+CANDIDATES stream, and the job still finishes with nothing lost and nothing stored twice; and the same
+for a rolling restart of all three servers mid-job.
 
 A real stack: three nats-servers with routes, every stream at three replicas, the six services as
 processes given the whole server list. Once the job's first candidate is on the stream the server that
@@ -23,7 +24,7 @@ from services.kpilot.stack import wait_healthy
 from shared.bus import Bus
 from shared.ids import new_id
 from shared.messages import Candidate, OptimizeRequest, decode
-from shared.natscluster import stream_leaders, stream_names
+from shared.natscluster import restart_member, stream_leaders, stream_names
 from shared.natsserver import Credentials, free_port
 from shared.subjects import OPTIMIZE_REQUEST, SERVICE_NAMES
 from tests.e2e.test_nats_restart import ROOT, _kpilot, _patches, _stored, _wait_job
@@ -34,8 +35,9 @@ def _status(url: str, state_dir: Path) -> list[dict]:  # type: ignore[type-arg]
     return json.loads(out.stdout)
 
 
-@pytest.mark.slow
-async def test_killing_the_stream_leader_mid_job_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+async def _job_through(tmp_path: Path, disrupt) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """Run one job on a fresh 3-server cluster, call `disrupt(state_dir, port, servers, leader)` once the
+    job's first candidate is stored, and collect what the streams hold after the job."""
     port, state_dir = free_port(), tmp_path / "state"
     while any(_busy(p) for p in (port + 1, port + 2)):
         port = free_port()
@@ -71,8 +73,7 @@ async def test_killing_the_stream_leader_mid_job_loses_and_duplicates_nothing(tm
         await asyncio.wait_for(first.wait(), 90)
         await sub.unsubscribe()
         leader = (await stream_leaders(bus.js))["CANDIDATES"]
-        victim = next(s for s in servers if s["name"] == leader)
-        os.kill(victim["pid"], signal.SIGKILL)
+        await asyncio.to_thread(disrupt, state_dir, port, servers, leader)
 
         final = await _wait_job(bus, req.job_id, 150.0)
         assert final is not None, f"job {req.job_id} did not finish; logs in {state_dir / 'logs'}"
@@ -92,15 +93,36 @@ async def test_killing_the_stream_leader_mid_job_loses_and_duplicates_nothing(tm
 
     assert final.status != "failed", final
     assert set(healthy) == set(SERVICE_NAMES), f"not reconnected: {set(SERVICE_NAMES) - set(healthy)}"
-    assert new_leaders["CANDIDATES"] not in ("", leader), new_leaders  # a survivor took over
-    assert {s["name"]: s["up"] for s in after}[leader] is False
-    assert not dead, f"dead letters after the kill: {dead}"
+    assert not dead, f"dead letters after the disruption: {dead}"
     ids = Counter(m.id for m in everything)
     assert not [i for i, n in ids.items() if n > 1], "a message id is stored twice"
     assert len(cand_ids) == len(final.candidates) >= 1
     decided = Counter(getattr(m, "candidate_id", "") for _, m in patches)
     assert set(decided) == cand_ids, f"lost patch decisions: {cand_ids - set(decided)}"
     assert max(decided.values()) == 1, f"duplicate patch decisions: {decided}"
+    return {"leader": leader, "new_leaders": new_leaders, "servers": servers, "after": after}
+
+
+@pytest.mark.slow
+async def test_killing_the_stream_leader_mid_job_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    def kill_leader(state_dir: Path, port: int, servers: list[dict], leader: str) -> None:  # type: ignore[type-arg]
+        os.kill(next(s for s in servers if s["name"] == leader)["pid"], signal.SIGKILL)
+
+    got = await _job_through(tmp_path, kill_leader)
+    assert got["new_leaders"]["CANDIDATES"] not in ("", got["leader"]), got["new_leaders"]  # a survivor leads
+    assert {s["name"]: s["up"] for s in got["after"]}[got["leader"]] is False
+
+
+@pytest.mark.slow
+async def test_a_rolling_restart_of_all_three_mid_job_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    def rolling(state_dir: Path, port: int, servers: list[dict], leader: str) -> None:  # type: ignore[type-arg]
+        for s in servers:  # one at a time, each back and current before the next goes
+            assert restart_member(state_dir, port, s["name"]) != s["pid"]
+
+    got = await _job_through(tmp_path, rolling)
+    assert all(s["up"] for s in got["after"])
+    assert {s["name"]: s["pid"] for s in got["after"]} != {s["name"]: s["pid"] for s in got["servers"]}
+    assert sorted(n for s in got["after"] for n in s["leader_of"]) == sorted(stream_names())
 
 
 def _busy(port: int) -> bool:
