@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import urllib.parse
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -89,8 +90,11 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
     nc = Client()
     try:
         # Two tries for the first connection so a wrong URL fails fast; unlimited reconnects after that.
+        # The credentials also as options: nats-py adds the servers a cluster advertises (INFO connect_urls)
+        # to its pool without them, and a reconnect there would come in as the no_auth_user (operator).
+        user, password = _credentials(url)
         await nc.connect(
-            url.split(",") if "," in url else url, name=name, connect_timeout=timeout_s, allow_reconnect=reconnect, max_reconnect_attempts=2,
+            url.split(",") if "," in url else url, name=name, user=user, password=password, connect_timeout=timeout_s, allow_reconnect=reconnect, max_reconnect_attempts=2,
             reconnect_time_wait=0.5, disconnected_cb=_disconnected, reconnected_cb=_reconnected,
             error_cb=_error)
         nc.options["max_reconnect_attempts"] = -1
@@ -121,6 +125,15 @@ def schema_violations(data: bytes) -> str:
         return ""
     found = validate_message(doc)
     return ("; schema violations: " + "; ".join(found)) if found else ""
+
+
+def _credentials(url: str) -> tuple[str | None, str | None]:
+    """The user and password of the first URL of `url` that has them (None, None without)."""
+    for u in url.split(","):
+        parsed = urllib.parse.urlparse(u if "://" in u else f"nats://{u}")
+        if parsed.username:
+            return urllib.parse.unquote(parsed.username), urllib.parse.unquote(parsed.password or "")
+    return None, None
 
 
 def _redact(url: str) -> str:
