@@ -15,9 +15,13 @@ import asyncio
 import json
 import os
 import signal
+import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
+import nats.errors
 import pytest
 
 from services.kpilot.stack import wait_healthy
@@ -28,6 +32,8 @@ from shared.natscluster import restart_member, stream_leaders, stream_names
 from shared.natsserver import Credentials, free_port
 from shared.subjects import OPTIMIZE_REQUEST, SERVICE_NAMES
 from tests.e2e.test_nats_restart import ROOT, _kpilot, _patches, _stored, _wait_job
+
+T = TypeVar("T")
 
 
 def _status(url: str, state_dir: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -75,7 +81,7 @@ async def _job_through(tmp_path: Path, disrupt) -> dict:  # type: ignore[no-unty
         leader = (await stream_leaders(bus.js))["CANDIDATES"]
         await asyncio.to_thread(disrupt, state_dir, port, servers, leader)
 
-        final = await _wait_job(bus, req.job_id, 150.0)
+        final = await _settled(lambda: _wait_job(bus, req.job_id, 150.0))
         assert final is not None, f"job {req.job_id} did not finish; logs in {state_dir / 'logs'}"
         candidates = [m for _, m in await _stored(bus, "CANDIDATES") if m.job_id == req.job_id]
         cand_ids = {c.id for c in candidates}
@@ -123,6 +129,19 @@ async def test_a_rolling_restart_of_all_three_mid_job_loses_and_duplicates_nothi
     assert all(s["up"] for s in got["after"])
     assert {s["name"]: s["pid"] for s in got["after"]} != {s["name"]: s["pid"] for s in got["servers"]}
     assert sorted(n for s in got["after"] for n in s["leader_of"]) == sorted(stream_names())
+
+
+async def _settled(wait: Callable[[], Awaitable[T]]) -> T:
+    """`wait()`, again while the cluster elects new leaders: a JetStream API request of this observer
+    (the KV bucket's info) can time out meanwhile; the services retry their own."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return await wait()
+        except nats.errors.TimeoutError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(1.0)
 
 
 def _busy(port: int) -> bool:
