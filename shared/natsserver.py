@@ -70,14 +70,16 @@ class Credentials(msgspec.Struct):
         return path
 
 
-def _user_block(name: str, password: str) -> str:
+def user_block(name: str, password_text: str) -> str:
+    """One `users` entry with the permission table's rules; `password_text` as it goes into the config (a
+    JSON string, or an environment reference such as $KPILOT_PW_PLANNER in the deploy files)."""
     perm = permissions(name)
 
     def rule(allow: tuple[str, ...], deny: tuple[str, ...]) -> str:
         return f"{{allow: {json.dumps(list(allow))}" + (f", deny: {json.dumps(list(deny))}" if deny else "") + "}"
 
     responses = ", allow_responses: true" if perm.allow_responses else ""
-    return (f"    {{user: {name}, password: {json.dumps(password)}, permissions: {{"
+    return (f"    {{user: {name}, password: {password_text}, permissions: {{"
             f"publish: {rule(perm.publish, perm.publish_deny)}, "
             f"subscribe: {rule(perm.subscribe, perm.subscribe_deny)}{responses}}}}}")
 
@@ -86,7 +88,7 @@ def render_config(*, host: str, port: int, http_port: int, store_dir: Path, cred
                   server_name: str = "kpilot", tls: str = "") -> str:
     """The server config: one user per name of `shared.subjects.USERS` with its permissions; the HTTP
     monitor always on 127.0.0.1 (it has no authentication); `tls` a rendered `tls {...}` block or ''."""
-    users = [_user_block(name, creds.passwords[name]) for name in USERS]
+    users = [user_block(name, json.dumps(creds.passwords[name])) for name in USERS]
     return Template(TEMPLATE.read_text()).substitute(
         server_name=server_name, host=host, port=port, http_port=http_port, store_dir=str(store_dir),
         users="\n".join(users), tls=tls)

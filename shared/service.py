@@ -24,6 +24,7 @@ from nats.micro.request import Request
 from nats.micro.service import EndpointStats, Service
 
 from shared import logging as kplog
+from shared import metrics
 from shared.bus import Bus, BusError
 from shared.messages import Heartbeat, HeartbeatAck
 from shared.natsauth import CA_ENV, CREDS_ENV
@@ -40,6 +41,7 @@ class Health(msgspec.Struct):
     healthy: bool
     consumers: dict[str, dict[str, int]]
     details: dict[str, str] = {}
+    metrics_url: str = ""  # this instance's Prometheus endpoint (shared/metrics.py)
 
 
 def health_subject(service: str) -> str:
@@ -59,12 +61,13 @@ class ServiceRuntime:
         self._stop = asyncio.Event()
         self.ready = False  # set once the service's own setup has finished
         self.args = argparse.Namespace()  # the parsed CLI, including a service's own `add_args` options
+        self.metrics_url = ""
 
     def health(self) -> Health:
         return Health(service=self.name, instance=self.instance, version=VERSION,
                       healthy=self.ready and self.bus.nc.is_connected and not self._stop.is_set(),
                       consumers={k: msgspec.structs.asdict(v) for k, v in self.bus.consumers.items()},
-                      details=self.details)
+                      details=self.details, metrics_url=self.metrics_url)
 
     def _stats(self, _endpoint: EndpointStats) -> object:
         return msgspec.to_builtins(self.health())
@@ -98,7 +101,8 @@ class ServiceRuntime:
                            *, queue_group: str | None = None) -> None:
         """A micro-service endpoint; instances of one service share `queue_group` (default: the name)."""
         assert self.micro is not None, "call after start()"
-        await self.micro.add_endpoint(name=name, subject=subject, handler=handler,
+        await self.micro.add_endpoint(name=name, subject=subject,
+                                      handler=metrics.timed_endpoint(self.name, name, handler),
                                       queue_group=queue_group or self.name)
 
     def stop(self) -> None:
@@ -124,6 +128,9 @@ async def run_service(name: str, setup: Setup, url: str, args: argparse.Namespac
     runtime = ServiceRuntime(name, bus)
     if args is not None:
         runtime.args = args
+    runtime.metrics_url = metrics.Endpoint.start(name, runtime.instance, VERSION,
+                                                 host=getattr(runtime.args, "metrics_host", "127.0.0.1"),
+                                                 port=getattr(runtime.args, "metrics_port", 0))
     await runtime.start()
     await setup(runtime)
     runtime.ready = True
@@ -144,6 +151,9 @@ def serve(name: str, setup: Setup, argv: list[str] | None = None,
     parser.add_argument("--tls-ca", default=os.environ.get(CA_ENV),
                         help="CA file of a TLS server (default: $KPILOT_NATS_CA; `kpilot up --tls` writes it)")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--metrics-host", default="127.0.0.1", help="address of the /metrics endpoint")
+    parser.add_argument("--metrics-port", type=int, default=0,
+                        help="port of the Prometheus /metrics endpoint (default 0: any free port)")
     if add_args is not None:
         add_args(parser)
     args = parser.parse_args(argv)

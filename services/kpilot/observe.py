@@ -7,12 +7,14 @@ import json
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from nats import errors as nats_errors
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
+from shared import natscluster
 from shared.bus import Bus
 from shared.signing import check_patch, load_public_key, trusted_key
 from shared.subjects import SERVICE_NAMES, stream_for
@@ -38,11 +40,13 @@ async def collect(bus: Bus, subject: str, wait_s: float) -> list[dict[str, Any]]
     return replies
 
 
-async def status(url: str, *, wait_s: float = 0.7) -> list[dict[str, Any]]:
-    """One row per service instance: name, healthy, version, counters; missing services are unhealthy."""
+async def status(url: str, *, wait_s: float = 0.7, state_dir: Path | None = None) -> list[dict[str, Any]]:
+    """One row per service instance: name, healthy, version, counters; missing services are unhealthy.
+    Then one row (`kind: nats-server`) per server: name, url, pid, up, the streams it leads."""
     bus = await Bus.connect(url, "kpilot")
     try:
         stats = await collect(bus, "$SRV.STATS", wait_s)
+        servers = await natscluster.servers_status(bus.js, url, state_dir, dict(bus.nc._server_info))
     finally:
         await bus.close()
     rows = []
@@ -56,15 +60,17 @@ async def status(url: str, *, wait_s: float = 0.7) -> list[dict[str, Any]]:
                 counters[k] = counters.get(k, 0) + v
         counters["requests"] = sum(e["requests"] for e in endpoints.values())
         counters["errors"] = sum(e["errors"] for e in endpoints.values())
-        rows.append({"name": s.get("name"), "instance": health.get("instance", s.get("id")),
+        rows.append({"kind": "service", "name": s.get("name"), "instance": health.get("instance", s.get("id")),
                      "id": s.get("id"), "healthy": bool(health.get("healthy")), "version": s.get("version"),
                      "counters": counters, "consumers": health.get("consumers", {}), "endpoints": endpoints,
-                     "details": health.get("details", {})})
+                     "details": health.get("details", {}), "metrics_url": health.get("metrics_url") or None})
     seen = {r["name"] for r in rows}
-    rows += [{"name": n, "instance": None, "id": None, "healthy": False, "version": None, "counters": {},
-              "consumers": {}, "endpoints": {}, "details": {"error": "no instance answered"}}
+    rows += [{"kind": "service", "name": n, "instance": None, "id": None, "healthy": False, "version": None, "counters": {},
+              "consumers": {}, "endpoints": {}, "details": {"error": "no instance answered"},
+              "metrics_url": None}
              for n in SERVICE_NAMES if n not in seen]
-    return sorted(rows, key=lambda r: (r["name"] or "", r["instance"] or ""))
+    rows.sort(key=lambda r: (r["name"] or "", r["instance"] or ""))
+    return rows + [{"kind": "nats-server", **msgspec.to_builtins(s)} for s in servers]
 
 
 def print_status(rows: list[dict[str, Any]], as_json: bool) -> int:
@@ -72,12 +78,17 @@ def print_status(rows: list[dict[str, Any]], as_json: bool) -> int:
         print(json.dumps(rows, indent=2))
     else:
         for r in rows:
+            if r["kind"] == "nats-server":
+                mark = "up" if r["up"] else "DOWN"
+                print(f"{'nats':<11} {mark:<8} {r['name']:<15} {r['url'] or '-':<22} pid={r['pid'] or '-'} "
+                      f"leads {len(r['leader_of'])} streams")
+                continue
             c = r["counters"]
             mark = "healthy" if r["healthy"] else "DOWN"
             print(f"{r['name']:<11} {mark:<8} {r['version'] or '-':<6} {r['instance'] or '-':<24} "
                   f"received={c.get('received', 0)} handled={c.get('handled', 0)} "
                   f"dead={c.get('dead_lettered', 0)} requests={c.get('requests', 0)}")
-    return 0 if all(r["healthy"] for r in rows) else 1
+    return 0 if all(r["healthy"] for r in rows if r["kind"] == "service") else 1
 
 
 def parse_duration(text: str) -> timedelta:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 
+from shared import natscluster
 from shared.bus import Bus, BusError
 from shared.natsauth import CA_ENV, CREDS_ENV
 from shared.natsserver import EmbeddedServer, NatsServerError, port_open
@@ -73,7 +74,8 @@ async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float,
 
 def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
        services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None,
-       tls: bool = False) -> int:
+       tls: bool = False, cluster: int = 0) -> int:
+    """`cluster` N >= 3: N nats-servers with routes (shared/natscluster.py), everything at N replicas."""
     state_dir = state_dir.resolve()
     path = state_file(state_dir, port)
     if path.exists():
@@ -83,11 +85,15 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
             return 0
         print(f"kpilot: stale stack state on port {port}; stopping its leftovers first")
         down(state_dir, port)
+    if cluster and tls:
+        print("kpilot up: --tls with --cluster is not supported yet. Fix: drop one of them.", file=sys.stderr)
+        return 2
     try:
         # The critic's Ed25519 key pair: private key 0600 for the critic alone, public key in the
         # `trust` bucket (admin-written) and beside it in signing/critic.pub for subscribers.
         signing_key, signing_pub = make_keypair(state_dir / "signing")
-        server = EmbeddedServer(state_dir, port=port, tls=tls)
+        server = natscluster.EmbeddedCluster(state_dir, size=cluster, port=port) if cluster else \
+            EmbeddedServer(state_dir, port=port, tls=tls)
     except ImportError as e:
         print(f"kpilot up: {e}: patch signing and --tls need the `cryptography` package. Fix: "
               f"`pip install 'cryptography>=43'` (or `make install`).", file=sys.stderr)
@@ -105,7 +111,7 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
         # In-process, so the password is on no command line.
         bus = await Bus.connect(server.url("admin"), "kpilot-provision", tls_ca=ca or None)
         try:
-            changed = await provision(bus.js)
+            changed = await provision(bus.js, replicas=max(cluster, 1))
             await publish_trusted_key(bus.js, signing_pub.read_bytes().strip())
             return changed
         finally:
@@ -135,6 +141,8 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
                                 start_new_session=True, env=env)
         log.close()
         pids[name] = proc.pid
+    if isinstance(server, natscluster.EmbeddedCluster):
+        server.write_state(port)
     st = StackState(port=port, nats_pid=server.proc.pid, services=pids, log_dir=str(log_dir),
                     http_port=server.http_port, tls_ca=ca)
     path.write_bytes(msgspec.json.encode(st))
@@ -145,7 +153,8 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
               f"{log_dir}", file=sys.stderr)
         down(state_dir, port)
         return 1
-    print(f"kpilot: NATS on {operator} (JetStream in {state_dir / 'jetstream'}; "
+    print(f"kpilot: NATS on {','.join(f'nats://127.0.0.1:{port + i}' for i in range(max(cluster, 1)))} "
+          f"(JetStream in {state_dir}; "
           f"{len(changed)} provisioning changes); {len(services)} services healthy: {', '.join(services)}")
     print(f"kpilot: monitor on http://127.0.0.1:{server.http_port} (loopback only)"
           + (f"; TLS: clients need --tls-ca {ca} (or {CA_ENV})" if ca else ""))
@@ -189,7 +198,9 @@ def down(state_dir: Path, port: int) -> int:
     st = msgspec.json.decode(path.read_bytes(), type=StackState)
     for pid in st.services.values():  # services first, so they drain while NATS is still there
         _terminate(pid, 10.0)
-    _terminate(st.nats_pid, 10.0)
+    for pid in natscluster.member_pids(state_dir.resolve(), port) or [st.nats_pid]:  # a cluster: every member
+        _terminate(pid, 10.0)
+    natscluster.servers_file(state_dir.resolve(), port).unlink(missing_ok=True)
     path.unlink()
     print(f"kpilot: stopped {len(st.services)} services and NATS on port {port}")
     return 0

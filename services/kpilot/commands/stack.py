@@ -23,16 +23,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tls", action="store_true",
                    help="TLS for every client connection, with a CA and server certificate generated in "
                         "<state-dir>/tls/ (clients pass --tls-ca <state-dir>/tls/ca.pem)")
+    p.add_argument("--cluster", type=int, default=0, metavar="N",
+                   help="N nats-servers with routes on ports PORT..PORT+N-1, every stream at N replicas")
     p.set_defaults(func=_up)
 
     p = sub.add_parser("down", help="stop what `up` started")
     stack_args(p)
     p.set_defaults(func=_down)
 
-    p = sub.add_parser("status", help="every service instance with health and message counts")
+    p = sub.add_parser("status", help="every service instance with health and message counts, and every "
+                                      "nats-server with the streams it leads")
     nats_arg(p)
     p.add_argument("--state-dir", type=Path, default=Path(os.environ.get("KPILOT_STATE", ".kpilot")),
-                   help="where `up` recorded the stack (for the monitor port; default $KPILOT_STATE or .kpilot)")
+                   help="where `up` recorded the stack (servers, pids, monitor port); default $KPILOT_STATE "
+                        "or .kpilot")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_status)
 
@@ -65,7 +69,7 @@ def _up(args: argparse.Namespace) -> int:
     if args.telemetry_period is not None and args.telemetry_period <= 0:
         raise ValueError(f"--telemetry-period {args.telemetry_period:g}: give a positive number of seconds, e.g. 1")
     return up(args.state_dir, args.port, detach=args.detach, timeout_s=args.timeout,
-              telemetry_period_s=args.telemetry_period, tls=args.tls)
+              telemetry_period_s=args.telemetry_period, tls=args.tls, cluster=args.cluster)
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -78,8 +82,8 @@ def _status(args: argparse.Namespace) -> int:
 
     from services.kpilot.observe import print_status, status
     from services.kpilot.stack import stack_info
-    info = stack_info(args.state_dir, urlparse(args.nats).port or 4222)
-    rows = asyncio.run(status(args.nats))
+    info = stack_info(args.state_dir, urlparse(args.nats.split(",")[0]).port or 4222)
+    rows = asyncio.run(status(args.nats, state_dir=args.state_dir))
     if info is not None and info.http_port:
         monitor = f"NATS monitor: http://127.0.0.1:{info.http_port} (loopback only)"
         print(monitor, file=sys.stderr if args.json else sys.stdout)

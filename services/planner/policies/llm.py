@@ -19,6 +19,7 @@ import msgspec
 
 from services.planner.context import PlannerContext, render
 from services.planner.policies.base import Plan, Policy, ToolCall, inline_schema, plan_schema
+from shared import metrics
 from shared.tools.compile import CompileInput
 from shared.tools.inspect import PtxasInfoInput, SassInput
 from shared.tools.launch import LaunchConfigInput
@@ -116,6 +117,7 @@ class OllamaChat:
             )
         except self._errors as e:
             raise ChatError(f"ollama: {type(e).__name__}: {e}") from e
+        metrics.on_llm_tokens(self.model, r.prompt_eval_count, r.eval_count)
         calls = [
             ToolCall(tool=c.function.name, args=dict(c.function.arguments or {}))
             for c in (r.message.tool_calls or [])
@@ -160,7 +162,10 @@ class OpenAIChat:
             async with httpx.AsyncClient(timeout=self.timeout_s) as c:
                 r = await c.post(self.url, json=body, headers=self.headers)
                 r.raise_for_status()
-                msg = r.json()["choices"][0]["message"]
+                reply = r.json()
+                msg = reply["choices"][0]["message"]
+                usage = reply.get("usage") or {}
+                metrics.on_llm_tokens(self.model, usage.get("prompt_tokens"), usage.get("completion_tokens"))
         except (httpx.HTTPError, KeyError, IndexError, ValueError) as e:
             raise ChatError(f"openai-compatible endpoint: {type(e).__name__}: {e}") from e
         calls = []
