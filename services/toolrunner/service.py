@@ -37,7 +37,8 @@ async def setup(runtime: ServiceRuntime) -> None:
     ptxas_info.configure(root, compiler)
     executor = ToolExecutor(load_specs(), gpus=gpu_count(), runner=runtime.instance)
     runtime.details.update(gpus=str(executor.gpus), gpu_model=gpu_model() or "none",
-                           tools=",".join(executor.available()))
+                           tools=",".join(executor.available()),
+                           gpu_tools=",".join(n for n, s in executor.specs.items() if s.needs_gpu))
     artifacts = await runtime.bus.js.object_store("artifacts")
     pool, gpu = asyncio.Semaphore(CPU_POOL), asyncio.Semaphore(max(executor.gpus, 1))
 

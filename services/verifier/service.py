@@ -1,38 +1,48 @@
 """NATS adapter of the verifier: each `candidates.<kernel>` message runs the funnel (services/verifier/
 funnel.py) through the toolrunner's `tools.<name>` endpoints and publishes one `verdicts.<layer>.<kernel>`
 per layer reached. A failed candidate is a verdict; only our own bugs raise (and the bus retries them).
+
+An infrastructure failure (no toolrunner up, the runner lost mid-call, no reply in time) is not the
+candidate's: the funnel lets `ToolInfraError` through and the bus defers the message (nak with a delay)
+until the runner is back. So a candidate's verdicts are published together once its funnel has run to
+its end, each with an id fixed by (candidate, layer): a candidate verified again after a crash between
+two publishes is stored once (Nats-Msg-Id de-duplication). The consumer starts once a toolrunner is up.
 """
 
 from __future__ import annotations
+
+import msgspec
 
 from services.verifier.client import BusToolClient
 from services.verifier.funnel import Funnel
 from services.verifier.jobs import Lineage
 from services.verifier.policy import VerifyPolicy
-from shared.messages import Candidate, Verdict
+from shared.ids import derived_id
+from shared.messages import Candidate
 from shared.service import ServiceRuntime
 from shared.subjects import verdict_subject
 
-# One candidate at a time (the GPU is shared; a second fetched message would sit out its ack wait), and an
-# ack wait longer than the funnel's worst case: CPU correctness ~30 s, bench_ab up to its 600 s limit.
-ACK_WAIT_S = 1800.0
+# One candidate at a time: the GPU is shared, and a second fetched message would wait its turn anyway.
+# A killed verifier's candidate is redelivered after the bus's ack wait (30 s); a live one marks it in
+# progress, so the funnel's worst case (bench_ab up to 600 s) needs no longer ack wait.
+BATCH = 1
 
 
 async def setup(runtime: ServiceRuntime, policy: VerifyPolicy | None = None) -> None:
     runtime.details["role"] = "verifier"
     lineage = Lineage()
 
-    async def publish(v: Verdict) -> None:
-        await runtime.bus.publish(verdict_subject(v.layer, v.kernel), v)
-
     async def on_candidate(c: Candidate) -> None:
         job = lineage.job(c)
-        client = BusToolClient(runtime.bus, source="verifier", job_id=c.job_id, causation_id=c.id)
-        verdicts = await Funnel(client, policy).verify(job, publish)
+        client = BusToolClient(runtime.bus, source="verifier", job_id=c.job_id, causation_id=c.id,
+                               raise_infra=True)
+        verdicts = await Funnel(client, policy).verify(job)  # ToolInfraError: deferred by the bus
+        for v in verdicts:
+            v = msgspec.structs.replace(v, id=derived_id("verdict", f"{c.id}:{v.layer}"))
+            await runtime.bus.publish(verdict_subject(v.layer, v.kernel), v)
         runtime.log.info(
             "verified", candidate=c.id, kernel=c.kernel, layers=[f"{v.layer}:{v.status}" for v in verdicts]
         )
 
-    await runtime.bus.consume(
-        "candidates.>", "verifier", on_candidate, Candidate, batch=1, ack_wait_s=ACK_WAIT_S
-    )
+    await runtime.wait_for("toolrunner")
+    await runtime.bus.consume("candidates.>", "verifier", on_candidate, Candidate, batch=BATCH)
