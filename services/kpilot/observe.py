@@ -66,6 +66,20 @@ async def status(url: str, *, wait_s: float = 0.7) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["name"] or "", r["instance"] or ""))
 
 
+def add_supervision(rows: list[dict[str, Any]], children: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each row gets its supervised process's `restarts`, `last_exit` and `pid` (from the stack's state
+    file, `kpilot up`'s supervisor), and nats-server a row of its own."""
+    for r in rows:
+        child = children.get(r["name"])
+        if child is not None:
+            r["supervisor"] = msgspec.to_builtins(child)
+    if "nats-server" in children:
+        rows.insert(0, {"name": "nats-server", "instance": None, "id": None, "healthy": True, "version": None,
+                        "counters": {}, "consumers": {}, "endpoints": {}, "details": {},
+                        "supervisor": msgspec.to_builtins(children["nats-server"])})
+    return rows
+
+
 def print_status(rows: list[dict[str, Any]], as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -73,9 +87,22 @@ def print_status(rows: list[dict[str, Any]], as_json: bool) -> int:
         for r in rows:
             c = r["counters"]
             mark = "healthy" if r["healthy"] else "DOWN"
+            sup = r.get("supervisor")
+            restarts = ""
+            if sup is not None:
+                restarts = f" pid={sup['pid']} restarts={sup['restarts']}"
+                if sup["last_exit"] is not None:
+                    restarts += f" last_exit={sup['last_exit']}"
+                if sup.get("next_start_at"):
+                    restarts += f" restarting in {max(sup['next_start_at'] - time.time(), 0):.0f}s"
+            if r["name"] == "nats-server":
+                print(f"{r['name']:<11} {'up':<8} {'-':<6} {'-':<24}{restarts}")
+                continue
+            dead = r["details"].get("dead")
             print(f"{r['name']:<11} {mark:<8} {r['version'] or '-':<6} {r['instance'] or '-':<24} "
                   f"received={c.get('received', 0)} handled={c.get('handled', 0)} "
-                  f"dead={c.get('dead_lettered', 0)} requests={c.get('requests', 0)}")
+                  f"dead={c.get('dead_lettered', 0)} deferred={c.get('deferred', 0)} "
+                  f"requests={c.get('requests', 0)}{restarts}" + (f" DIED: {dead}" if dead else ""))
     return 0 if all(r["healthy"] for r in rows) else 1
 
 

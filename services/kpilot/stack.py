@@ -1,4 +1,5 @@
-"""`kpilot up` / `kpilot down`: the embedded nats-server and one process per service."""
+"""`kpilot up` / `kpilot down`: the embedded nats-server and one process per service, started and kept
+running by the stack's supervisor (services/kpilot/supervisor.py), which restarts what dies."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from shared.bus import Bus, BusError
-from shared.natsserver import EmbeddedServer, NatsServerError, port_open
+from shared.natsserver import EmbeddedServer, port_open
 from shared.provision import provision
 from shared.service import Health, health_subject
 from shared.subjects import SERVICE_NAMES
@@ -21,13 +22,56 @@ from shared.subjects import SERVICE_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 
 
+NATS = "nats-server"  # the supervisor's name for the server among its children
+
+
+class ChildState(msgspec.Struct):
+    """One supervised process as `kpilot status` shows it."""
+
+    pid: int
+    restarts: int = 0
+    last_exit: int | None = None  # exit status of its last death; negative: killed by that signal (-9)
+    last_exit_at: float | None = None  # epoch seconds
+    next_start_at: float | None = None  # set while it waits out its restart back-off
+
+
 class StackState(msgspec.Struct):
-    """What `up` started on a port, so that `down` can stop exactly that."""
+    """What `up` started on a port, so that `down` can stop exactly that; rewritten by the supervisor
+    after every start, death and restart."""
 
     port: int
     nats_pid: int
     services: dict[str, int]
     log_dir: str
+    supervisor_pid: int = 0
+    phase: str = "running"  # starting | running | failed
+    error: str = ""
+    provisioned: int = 0  # provisioning changes at the first start
+    children: dict[str, ChildState] = {}
+
+
+def read_state(state_dir: Path, port: int) -> StackState | None:
+    path = state_file(state_dir.resolve(), port)
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=StackState)
+    except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def service_command(server: EmbeddedServer, name: str, state_dir: Path,
+                    telemetry_period_s: float | None) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of one service process of the stack."""
+    extra = ["--period", f"{telemetry_period_s:g}"] if name == "telemetry" and telemetry_period_s else []
+    return ([sys.executable, "-m", f"services.{name}", "--nats", server.url(name), *extra],
+            os.environ | {"KPILOT_STATE": str(state_dir)})
+
+
+async def provision_streams(server: EmbeddedServer) -> list[str]:
+    bus = await Bus.connect(server.url("operator"), "kpilot")
+    try:
+        return await provision(bus.js)
+    finally:
+        await bus.close()
 
 
 def state_file(state_dir: Path, port: int) -> Path:
@@ -35,6 +79,8 @@ def state_file(state_dir: Path, port: int) -> Path:
 
 
 def _alive(pid: int) -> bool:
+    if pid <= 0:  # 0 / -1 would name a process group, never one of ours
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -69,52 +115,39 @@ async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float) ->
 def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
        services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None) -> int:
     state_dir = state_dir.resolve()
-    path = state_file(state_dir, port)
-    if path.exists():
-        st = msgspec.json.decode(path.read_bytes(), type=StackState)
-        if _alive(st.nats_pid) and all(_alive(p) for p in st.services.values()):
+    st = read_state(state_dir, port)
+    if st is not None:
+        if _alive(st.supervisor_pid) and st.phase == "running":
             print(f"kpilot: the stack is already up on 127.0.0.1:{port} (state in {state_dir})")
             return 0
         print(f"kpilot: stale stack state on port {port}; stopping its leftovers first")
         down(state_dir, port)
-    server = EmbeddedServer(state_dir, port=port)
-    try:
-        server.start(detach=True)
-    except NatsServerError as e:
-        print(f"kpilot up: {e}", file=sys.stderr)
+    if port_open("127.0.0.1", port):
+        print(f"kpilot up: port {port} on 127.0.0.1 is already in use. Fix: stop what runs there "
+              f"(`kpilot down --port {port}`) or pass `--port` with a free port.", file=sys.stderr)
         return 1
-    assert server.proc is not None
-    operator = f"nats://127.0.0.1:{port}"
-
-    async def _provision() -> list[str]:
-        bus = await Bus.connect(server.url("operator"), "kpilot")
-        try:
-            return await provision(bus.js)
-        finally:
-            await bus.close()
-
-    try:
-        changed = asyncio.run(_provision())
-    except Exception as e:  # noqa: BLE001 - any failure stops the server and is reported with its fix
-        server.stop()
-        print(f"kpilot up: provisioning the streams failed: {e}. Fix: check the table in "
-              f"shared/subjects.py against the server limits in deploy/nats-server.conf.template",
-              file=sys.stderr)
-        return 1
+    state_dir.mkdir(parents=True, exist_ok=True)
     log_dir = state_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    pids: dict[str, int] = {}
-    for name in services:
-        log = open(log_dir / f"{name}-{port}.log", "ab")  # noqa: SIM115 - the child keeps writing it
-        extra = ["--period", f"{telemetry_period_s:g}"] if name == "telemetry" and telemetry_period_s else []
-        proc = subprocess.Popen([sys.executable, "-m", f"services.{name}", "--nats", server.url(name), *extra],
-                                cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=os.environ | {"KPILOT_STATE": str(state_dir)})
-        log.close()
-        pids[name] = proc.pid
-    st = StackState(port=port, nats_pid=server.proc.pid, services=pids, log_dir=str(log_dir))
-    path.write_bytes(msgspec.json.encode(st))
-    healthy = asyncio.run(wait_healthy(operator, services, timeout_s))
+    argv = [sys.executable, "-m", "services.kpilot.supervisor", "--state-dir", str(state_dir), "--port",
+            str(port), "--services", ",".join(services)]
+    if telemetry_period_s:
+        argv += ["--telemetry-period", f"{telemetry_period_s:g}"]
+    with open(log_dir / f"supervisor-{port}.log", "ab") as log:
+        sup = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while (st := read_state(state_dir, port)) is None or st.phase == "starting":
+        if sup.poll() is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    if st is None or st.phase != "running":
+        why = st.error if st is not None and st.error else f"see {log_dir / f'supervisor-{port}.log'}"
+        print(f"kpilot up: the stack did not start: {why}", file=sys.stderr)
+        down(state_dir, port)
+        return 1
+    operator = f"nats://127.0.0.1:{port}"
+    healthy = asyncio.run(wait_healthy(operator, services, max(deadline - time.monotonic(), 5.0)))
     missing = [n for n in services if n not in healthy]
     if missing:
         print(f"kpilot up: not healthy within {timeout_s:.0f} s: {', '.join(missing)}; see their logs in "
@@ -122,7 +155,8 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
         down(state_dir, port)
         return 1
     print(f"kpilot: NATS on {operator} (JetStream in {state_dir / 'jetstream'}; "
-          f"{len(changed)} provisioning changes); {len(services)} services healthy: {', '.join(services)}")
+          f"{st.provisioned} provisioning changes); {len(services)} services healthy: {', '.join(services)}; "
+          f"supervised (pid {sup.pid}): a service that dies is restarted, `kpilot status` shows restarts")
     if detach:
         return 0
     print("kpilot: running in the foreground; Ctrl-C stops everything")
@@ -161,10 +195,14 @@ def down(state_dir: Path, port: int) -> int:
         print(f"kpilot: nothing running on port {port}")
         return 0
     st = msgspec.json.decode(path.read_bytes(), type=StackState)
-    for pid in st.services.values():  # services first, so they drain while NATS is still there
+    # The supervisor stops its children itself (services, then NATS); what outlives it (it was killed)
+    # is stopped here from the last pids it wrote.
+    _terminate(st.supervisor_pid, 40.0)
+    st = read_state(state_dir, port) or st
+    for pid in st.services.values():
         _terminate(pid, 10.0)
     _terminate(st.nats_pid, 10.0)
-    path.unlink()
+    path.unlink(missing_ok=True)
     print(f"kpilot: stopped {len(st.services)} services and NATS on port {port}")
     return 0
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+from pathlib import Path
 
 from services.kpilot.commands.common import nats_arg, stack_args
 
@@ -21,9 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     stack_args(p)
     p.set_defaults(func=_down)
 
-    p = sub.add_parser("status", help="every service instance with health and message counts")
+    p = sub.add_parser("status", help="every service instance with health, message counts and restarts")
     nats_arg(p)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--state-dir", type=Path, default=Path(os.environ.get("KPILOT_STATE", ".kpilot")),
+                   help="the stack's state dir, for the supervisor's restart counts (default: $KPILOT_STATE "
+                        "or .kpilot)")
     p.set_defaults(func=_status)
 
     p = sub.add_parser("tail", help="live stream of subjects for operators")
@@ -59,8 +64,13 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from services.kpilot.observe import print_status, status
-    return print_status(asyncio.run(status(args.nats)), args.json)
+    from urllib.parse import urlparse
+
+    from services.kpilot.observe import add_supervision, print_status, status
+    from services.kpilot.stack import read_state
+    rows = asyncio.run(status(args.nats))
+    st = read_state(args.state_dir, urlparse(args.nats).port or 4222)
+    return print_status(add_supervision(rows, st.children if st else {}), args.json)
 
 
 def _tail(args: argparse.Namespace) -> int:
