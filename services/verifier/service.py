@@ -6,7 +6,8 @@ An infrastructure failure (no toolrunner up, the runner lost mid-call, no reply 
 candidate's: the funnel lets `ToolInfraError` through and the bus defers the message (nak with a delay)
 until the runner is back. So a candidate's verdicts are published together once its funnel has run to
 its end, each with an id fixed by (candidate, layer): a candidate verified again after a crash between
-two publishes is stored once (Nats-Msg-Id de-duplication). The consumer starts once a toolrunner is up.
+two publishes is stored once (Nats-Msg-Id de-duplication). The consumer starts once a toolrunner is up
+(the service is healthy while it waits; its status details say `waiting_for`).
 """
 
 from __future__ import annotations
@@ -44,5 +45,8 @@ async def setup(runtime: ServiceRuntime, policy: VerifyPolicy | None = None) -> 
             "verified", candidate=c.id, kernel=c.kernel, layers=[f"{v.layer}:{v.status}" for v in verdicts]
         )
 
-    await runtime.wait_for("toolrunner")
-    await runtime.bus.consume("candidates.>", "verifier", on_candidate, Candidate, batch=BATCH)
+    async def start_consuming() -> None:  # healthy meanwhile: `kpilot status` shows waiting_for
+        await runtime.wait_for("toolrunner")
+        await runtime.bus.consume("candidates.>", "verifier", on_candidate, Candidate, batch=BATCH)
+
+    runtime.spawn(start_consuming(), "verifier-start")
