@@ -180,3 +180,27 @@ async def test_a_watched_request_fails_fast_when_its_responder_dies(make_bus: Bu
     assert time.monotonic() - t0 < 10  # seconds, not the 900 s timeout
     for t in svc._tasks:
         t.cancel()
+
+
+async def test_a_deleted_durable_consumer_is_recreated_and_the_consumer_goes_on(make_bus: BusFactory) -> None:
+    op = await make_bus("operator")
+    svc = await make_bus("planner")
+    got: list[int] = []
+    second = asyncio.Event()
+
+    async def handler(msg: Message) -> None:
+        got.append(msg.seq)  # type: ignore[attr-defined]
+        if msg.seq == 2:  # type: ignore[attr-defined]
+            second.set()
+
+    await svc.consume("ops.heartbeat.ping", "planner-deleted", handler, Heartbeat)
+    await op.publish("ops.heartbeat.ping", Heartbeat(source="kpilot", seq=1))
+    deadline = time.monotonic() + 10
+    while got != [1]:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    await op.js.delete_consumer("OPS", "planner-deleted")  # an operator's mistake, or a purge
+    await op.publish("ops.heartbeat.ping", Heartbeat(source="kpilot", seq=2))
+    await asyncio.wait_for(second.wait(), 60)
+    assert got == [1, 2]  # the recreated durable replays seq 1 too: dropped as a duplicate
+    assert svc.consumers["planner-deleted"].loop_restarts >= 1 and not svc.dead

@@ -139,7 +139,7 @@ async def test_a_killed_nats_server_restarted_mid_job_loses_nothing(tmp_path: Pa
         assert final is not None, f"job {req.job_id} did not finish; logs in {state_dir / 'logs'}"
 
         candidates = [m for _, m in await _stored(bus, "CANDIDATES") if m.job_id == req.job_id]
-        patches = await _patches(bus, req.job_id, {c.id for c in candidates}, 60.0)
+        patches = await _patches(bus, req.job_id, {c.id for c in candidates}, 240.0)  # loaded machine
         verdicts = [m for _, m in await _stored(bus, "VERDICTS") if isinstance(m, Verdict)
                     and m.job_id == req.job_id]
         everything = [m for name in ("JOBS", "CANDIDATES", "VERDICTS", "PATCHES")

@@ -53,7 +53,7 @@ async def test_queued_candidates_survive_a_restart_with_a_late_toolrunner(tmp_pa
     try:
         bus = await Bus.connect(url, "kpilot")
         req = OptimizeRequest(source="kpilot", task_path=str(ROOT / "examples/vector_add.py"), budget_s=600.0,
-                              gpu_budget_s=60.0, max_candidates=3, policy="rules", job_id=f"job-{new_id()}")
+                              gpu_budget_s=60.0, max_candidates=2, policy="rules", job_id=f"job-{new_id()}")
         await bus.publish(OPTIMIZE_REQUEST, req)
 
         async def queued() -> list[Message]:
@@ -77,7 +77,13 @@ async def test_queued_candidates_survive_a_restart_with_a_late_toolrunner(tmp_pa
             done = {v.candidate_id for v in verdicts if v.layer == "full" or v.status == "fail"}
             return {c.id for c in cands} <= done
 
-        await _until("a final verdict for every queued candidate", decided, 400)
+        try:  # ~60-90 s per candidate on this loaded 2-core machine
+            await _until("a final verdict for every queued candidate", decided, 600)
+        except AssertionError as e:
+            logs = state / "logs"
+            tails = {p.name: p.read_text()[-1500:] for p in logs.glob("*.log") if p.name.startswith(("verifier",
+                                                                                                    "toolrunner"))}
+            raise AssertionError(f"{e}; logs: {tails}") from None
         verdicts = [m for _, m in await _stored(bus, "VERDICTS") if isinstance(m, Verdict)]
         outcomes = [m for _, m in await _stored(bus, "PATCHES") + await _stored(bus, "FAILURES")
                     if isinstance(m, RejectedPatch | FailureRecord)]
