@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: install run demo down test test-gpu lint schemas bench-bus bench-tools bench-decomposer \
         bench-telemetry bench-verifier bench-kernels bench-decomposer-ncu bench-search-replay \
-        bench-search-eff wheels clean
+        bench-search-eff bench-fuzz bench-faults wheels clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -47,6 +47,14 @@ bench-bus: install
 
 bench-tools: install
 	$(BIN)/python benchmarks/bench_tools.py --out benchmarks/results/tools.json
+
+# Malformed messages on every consumed subject and bad tool calls against a real stack (a few minutes).
+bench-fuzz: install
+	$(BIN)/python benchmarks/fuzz_bus.py --out benchmarks/results/fuzz.json
+
+# kill -9 of each service and of nats-server mid-job (one short job per fault, ~1 min each here).
+bench-faults: install
+	$(BIN)/python benchmarks/fault_run.py --out benchmarks/results/faults.json
 
 bench-decomposer: install
 	$(BIN)/python benchmarks/bench_decomposer.py

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import time
 import urllib.parse
@@ -27,10 +28,11 @@ import nats.js.errors
 import structlog
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
-from shared import metrics
+from shared import limits, metrics
 from shared.messages import DeadLetter, Message, decode, encode
 from shared.natsauth import CA_ENV, CREDS_ENV, AuthError, client_tls, read_creds_file
 from shared.subjects import dlq_subject, stream_for
@@ -42,6 +44,31 @@ Handler = Callable[[M], Awaitable[None]]
 # runner restarting) heals within ~30 s, a deterministic bug stops costing work after 5 tries.
 DEFAULT_BACKOFF: tuple[float, ...] = (0.5, 2.0, 5.0, 15.0)
 DEFAULT_MAX_DELIVER = 5
+# A dependency that is down (toolrunner restarting: ~5 s on this machine) is asked again after these
+# delays (s); the last repeats without limit, so a message waits out any outage.
+INFRA_BACKOFF: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 15.0)
+# How soon a killed service's unacked message is redelivered; live handlers mark theirs in progress
+# every ack_wait / 4, so long work (a 600 s bench_ab) never times out.
+DEFAULT_ACK_WAIT_S = 30.0
+# A consumer loop that dies (its durable deleted, a bug) is started again this many times, then the
+# service ends so that its supervisor restarts it.
+_LOOP_RESTARTS = 5
+_FETCH_FAILURES = 20  # ~10 s of failed fetches while connected (0.5 s apart): the subscription is broken
+_DLQ_PAYLOAD = 256 << 10  # bytes of the original kept in a dead letter
+_DLQ_REASON = 8192
+# A request sent with a responder to watch carries this header: the taking instance publishes its micro
+# id there (shared/service.py), then the caller pings that id every _LIVENESS_S.
+ACK_TO_HEADER = "Kpilot-Ack-To"
+SERVICE_ERROR_HEADER = "Nats-Service-Error"
+SERVICE_ERROR_CODE_HEADER = "Nats-Service-Error-Code"
+# The ack is published from the responder's event loop as the request arrives; a loaded 2-core machine
+# delays it by well under a second. Without an ack in 10 s (a responder that is no ServiceRuntime) the
+# request is not watched.
+_ACK_DEADLINE_S = 10.0
+_LIVENESS_S = 2.0
+# A dead instance answers its ping with 'no responders' at once; a busy one may be slow: a timeout
+# is not taken for death.
+_PING_TIMEOUT_S = 2.0
 # How many handled message ids a consumer remembers to drop redeliveries of work already done.
 _SEEN_IDS = 10_000
 # After a reconnect the other services come back within one reconnect wait (0.5 s) plus jitter; a request
@@ -61,12 +88,31 @@ class RequestTimeout(BusError):
     """A request got no reply in time."""
 
 
+class ServiceFailed(BusError):
+    """The responder answered with a micro-service error (it refused the request, or its handler failed)."""
+
+
+class ResponderLost(BusError):
+    """The service instance that took a request died or left before it answered."""
+
+
+class Unavailable(BusError):
+    """A dependency of a handler is down (no toolrunner, a runner died mid-call): the message is not at
+    fault. Raised by a handler, the bus defers the message (nak with a delay) instead of counting a try."""
+
+    def __init__(self, message: str, retry_in_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_in_s = retry_in_s
+
+
 class ConsumerStats(msgspec.Struct):
     received: int = 0
     handled: int = 0
     retried: int = 0
     duplicates: int = 0
     dead_lettered: int = 0
+    deferred: int = 0  # naks because a dependency was down (Unavailable)
+    loop_restarts: int = 0
 
 
 async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: bool = True,
@@ -142,14 +188,63 @@ async def connect(url: str, name: str, *, timeout_s: float = 3.0, reconnect: boo
 
 def schema_violations(data: bytes) -> str:
     """Every JSON Schema violation of an invalid message, for its dead letter (what a client in another
-    language needs to fix it); '' when the payload is not JSON at all."""
+    language needs to fix it); '' when the payload is not JSON at all or breaks the size/depth limits."""
     from shared.schemagen import validate_message
     try:
-        doc = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+        limits.check(data, max_bytes=limits.MAX_BYTES)
+        found = validate_message(msgspec.json.decode(data))
+    except Exception:  # noqa: BLE001 - not JSON, too big or deep, or the validator gave up: no list
         return ""
-    found = validate_message(doc)
-    return ("; schema violations: " + "; ".join(found)) if found else ""
+    return ("; schema violations: " + "; ".join(found[:20])) if found else ""
+
+
+def _describe(e: BaseException) -> str:
+    """An exception as one bounded line for a dead letter or log (a RecursionError's repr is fine, some
+    messages carry the whole payload)."""
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) <= 2000 else text[:2000] + " ..."
+
+
+class _Watch:
+    """The liveness side of a watched request: the responder's ack, then pings of its micro id."""
+
+    def __init__(self, nc: Client, service: str) -> None:
+        self.nc, self.service = nc, service
+        self.sub: Subscription | None = None
+
+    async def start(self) -> str:
+        inbox = self.nc.new_inbox()
+        self.sub = await self.nc.subscribe(inbox, max_msgs=1)
+        return inbox
+
+    async def stop(self) -> None:
+        if self.sub is not None:
+            with contextlib.suppress(Exception):
+                await self.sub.unsubscribe()
+            self.sub = None
+
+    async def until_lost(self) -> str:
+        """Return why the responder is gone; never returns while it lives."""
+        assert self.sub is not None
+        t0 = time.monotonic()
+        try:
+            ack = await self.sub.next_msg(timeout=_ACK_DEADLINE_S)
+        except nats.errors.TimeoutError:  # a responder that does not acknowledge (not a ServiceRuntime):
+            await asyncio.Event().wait()  # nothing to watch, the request's own timeout applies
+        try:
+            who = msgspec.json.decode(ack.data, type=dict[str, str])
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return f"the {self.service} that took the request acknowledged it with a malformed ack"
+        ping = f"$SRV.PING.{self.service}.{who.get('id', '')}"
+        while True:
+            await asyncio.sleep(_LIVENESS_S)
+            try:
+                await self.nc.request(ping, b"", timeout=_PING_TIMEOUT_S)
+            except nats.errors.NoRespondersError:
+                return (f"{self.service} {who.get('instance', who.get('id', '?'))} took the request and was "
+                        f"gone {time.monotonic() - t0:.0f} s later (killed, or lost its connection)")
+            except Exception:  # noqa: BLE001, S112 - busy or reconnecting: not proof of death, ask again
+                continue
 
 
 def _credentials(url: str) -> tuple[str | None, str | None]:
@@ -183,6 +278,8 @@ class Bus:
         self._stopping = asyncio.Event()
         self.reconnected_at = 0.0  # time.monotonic() of the last reconnect, 0.0 if none
         self._reconnect = asyncio.Event()  # set (and replaced) on each reconnect
+        self.dead: dict[str, str] = {}  # consumer -> why its loop is dead (health is unhealthy then)
+        self.on_fatal: Callable[[str], None] | None = None  # the service runtime ends the process
 
     @classmethod
     async def connect(cls, url: str, service: str, *, timeout_s: float = 3.0, creds_file: str | None = None,
@@ -232,24 +329,38 @@ class Bus:
         if self.js.publish_async_pending():
             await self.js.publish_async_completed()
 
-    async def request(self, subject: str, msg: Message, reply_type: type[M], *, timeout_s: float = 10.0) -> M:
+    async def request(self, subject: str, msg: Message, reply_type: type[M], *, timeout_s: float = 10.0,
+                      responder: str | None = None) -> M:
         """Core request/reply. A request in flight when the connection drops is sent again after the
         reconnect: a responder's reply written while the server was down reaches the new server before
         this client has re-subscribed its inbox and is lost, and the caller would wait out `timeout_s`
-        (900 s for a verifier's tool call). Requests here (tools, decomposer, health) are idempotent."""
+        (900 s for a verifier's tool call). Requests here (tools, decomposer, health) are idempotent.
+
+        With `responder` (the micro service that serves `subject`, e.g. "toolrunner") the instance that
+        takes the request acknowledges it (every ServiceRuntime endpoint does) and is pinged by its micro
+        id while the call runs: when it dies, `ResponderLost` comes within seconds, not at `timeout_s`."""
         data, deadline = encode(msg), time.monotonic() + timeout_s
         while True:
+            watch = _Watch(self.nc, responder) if responder else None
+            headers = {ACK_TO_HEADER: await watch.start()} if watch else None
             reconnected = asyncio.ensure_future(self._reconnect.wait())
-            pending = asyncio.ensure_future(
-                self.nc.request(subject, data, timeout=max(deadline - time.monotonic(), 0.001)))
+            pending = asyncio.ensure_future(self.nc.request(
+                subject, data, timeout=max(deadline - time.monotonic(), 0.001), headers=headers))
+            lost = asyncio.ensure_future(watch.until_lost() if watch else asyncio.Event().wait())
             try:
-                await asyncio.wait({pending, reconnected}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({pending, reconnected, lost}, return_when=asyncio.FIRST_COMPLETED)
             finally:  # also when our caller is cancelled
                 reconnected.cancel()
-                lost = not pending.done()
-                if lost:
+                dropped = not pending.done()
+                if dropped:
                     pending.cancel()
-            if lost:  # the connection dropped and came back while we waited: the reply may be lost
+                gone = lost.done() and not lost.cancelled() and lost.exception() is None
+                lost.cancel()
+                if watch:
+                    await watch.stop()
+            if dropped and gone and not reconnected.done():
+                raise ResponderLost(f"{subject}: {lost.result()}")
+            if dropped:  # the connection dropped and came back while we waited: the reply may be lost
                 self.log.info("request resent after a reconnect", subject=subject, message_id=msg.id)
                 continue
             try:
@@ -262,44 +373,53 @@ class Bus:
                 raise NoResponders(f"no service answers on {subject!r}. Fix: start it (`kpilot up`, or "
                                    f"`python -m services.<name> --nats URL`).") from e
             except nats.errors.TimeoutError as e:
-                raise RequestTimeout(f"no reply on {subject!r} within {timeout_s} s") from e
+                raise RequestTimeout(f"no reply on {subject!r} within {timeout_s:g} s") from e
+            if reply.headers and reply.headers.get(SERVICE_ERROR_HEADER):
+                raise ServiceFailed(f"{subject} answered with error {reply.headers.get(SERVICE_ERROR_CODE_HEADER)}: "
+                                    f"{reply.headers.get(SERVICE_ERROR_HEADER)}")
             return decode(reply.data, reply_type)  # type: ignore[return-value]
 
     # ------------------------------------------------------------ consume
 
     async def consume(self, subject: str, durable: str, handler: Handler[M], msg_type: type[M] | None = None,
                       *, max_deliver: int = DEFAULT_MAX_DELIVER,
-                      backoff: tuple[float, ...] = DEFAULT_BACKOFF, ack_wait_s: float = 60.0,
-                      batch: int = 64, new_only: bool = False, fetch_timeout_s: float = 1.0) -> ConsumerStats:
+                      backoff: tuple[float, ...] = DEFAULT_BACKOFF, ack_wait_s: float = DEFAULT_ACK_WAIT_S,
+                      batch: int = 64, new_only: bool = False, fetch_timeout_s: float = 1.0,
+                      max_bytes: int = limits.MAX_BYTES) -> ConsumerStats:
         """Start a durable pull consumer on `subject`; `handler` gets each decoded message once.
 
-        Undecodable or invalid messages are dead-lettered on `dlq.<subject>` and terminated; a handler
-        exception is logged and the message redelivered after a back-off, dead-lettered after
-        `max_deliver` tries. A redelivery of a message already handled is acked and dropped.
+        A message over `max_bytes` or nested too deep (checked on the bytes, before decoding), one that
+        does not decode or validate, and one whose handler raised `max_deliver` times (any exception,
+        RecursionError and MemoryError included) is dead-lettered on `dlq.<subject>` with the reason and
+        terminated; the consumer goes on. A handler that raises `Unavailable` (a dependency is down, not
+        the message's fault) gets the message back after an infrastructure back-off, without limit and
+        without counting a try, and the consumer pauses that long. While a handler works the message is
+        marked in progress every `ack_wait_s / 4`, so `ack_wait_s` only bounds how soon a killed
+        service's message is redelivered. A redelivery of a message already handled is acked and dropped.
         nats-py's fetch, once a first message arrived on its long poll, waits for a full `batch` until
         `fetch_timeout_s`: a latency-sensitive consumer (telemetry) passes a short one.
         """
         stream = stream_for(subject.replace(">", "x").replace("*", "x")).name
+        # Server-side deliveries are unlimited: infrastructure retries must not use up a message's tries;
+        # the tries of a failing handler are counted here (deliveries minus infrastructure retries).
         config = ConsumerConfig(durable_name=durable, filter_subject=subject, ack_policy=AckPolicy.EXPLICIT,
-                                ack_wait=ack_wait_s, max_deliver=max_deliver + 1, max_ack_pending=1000,
+                                ack_wait=ack_wait_s, max_deliver=-1, max_ack_pending=1000,
                                 deliver_policy=DeliverPolicy.NEW if new_only else DeliverPolicy.ALL)
-        sub = await self.js.pull_subscribe(subject, durable=durable, stream=stream, config=config)
-        self._subs.append(sub)
         stats = self.consumers.setdefault(durable, ConsumerStats())
         seen: OrderedDict[str, None] = OrderedDict()
+        deferred: OrderedDict[str, int] = OrderedDict()  # message id -> infrastructure retries so far
         log = self.log.bind(consumer=durable)
+        pause = [0.0]  # monotonic time until which the loop waits (a dependency is down)
 
         async def _one(raw: Msg) -> None:
             stats.received += 1
             metrics.on_consumed(self.service, durable, "received")
+            deliveries = raw.metadata.num_delivered
             try:
-                msg = decode(raw.data, msg_type)
-            except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                await self.dead_letter(raw, f"invalid message: {e}{schema_violations(raw.data)}",
-                                       raw.metadata.num_delivered)
-                stats.dead_lettered += 1
-                metrics.on_consumed(self.service, durable, "dead_lettered")
-                await raw.term()
+                msg = decode(raw.data, msg_type, max_bytes=max_bytes)
+            except Exception as e:  # noqa: BLE001 - any decode failure (RecursionError included) is the message's
+                await self._reject(raw, f"invalid message: {e}{schema_violations(raw.data)}", deliveries, stats,
+                                   durable)
                 return
             if msg.id in seen:
                 stats.duplicates += 1
@@ -307,60 +427,153 @@ class Bus:
                 await raw.ack()
                 return
             t0 = time.monotonic()
+            mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
+            keepalive = asyncio.create_task(self._keep_in_progress(raw, ack_wait_s / 4))
             try:
                 await handler(msg)
+            except Unavailable as e:  # not the message's fault: retry later, whatever it took so far
+                retries = deferred.get(msg.id, 0)
+                delay = e.retry_in_s or INFRA_BACKOFF[min(retries, len(INFRA_BACKOFF) - 1)]
+                deferred[msg.id] = retries + 1
+                if len(deferred) > _SEEN_IDS:
+                    deferred.popitem(last=False)
+                mlog.warning("dependency unavailable, message deferred", reason=str(e), delay_s=delay,
+                             retries=retries + 1)
+                stats.deferred += 1
+                pause[0] = time.monotonic() + delay
+                await raw.nak(delay=delay)
+                return
             except Exception as e:  # noqa: BLE001 - a handler bug must not crash the service: retry, then dead-letter
-                # Metadata parsing and the log binding cost per message: done only on this path.
-                deliveries = raw.metadata.num_delivered
-                mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
-                if deliveries >= max_deliver:
+                tries = deliveries - deferred.get(msg.id, 0)
+                if tries >= max_deliver:
                     mlog.exception("handler failed, dead-lettering", deliveries=deliveries)
-                    await self.dead_letter(raw, f"handler failed {deliveries} times: {e!r}", deliveries)
-                    stats.dead_lettered += 1
-                    metrics.on_consumed(self.service, durable, "dead_lettered")
-                    await raw.term()
+                    await self._reject(raw, f"handler failed {tries} times: {_describe(e)}", deliveries, stats,
+                                       durable)
                 else:
-                    delay = backoff[min(deliveries - 1, len(backoff) - 1)]
+                    delay = backoff[min(tries - 1, len(backoff) - 1)]
                     mlog.exception("handler failed, will retry", deliveries=deliveries, delay_s=delay)
                     stats.retried += 1
                     metrics.on_consumed(self.service, durable, "retried")
                     await raw.nak(delay=delay)
                 return
+            finally:
+                keepalive.cancel()
             await raw.ack()
             stats.handled += 1
             metrics.on_consumed(self.service, durable, "handled")
             metrics.on_handled(self.service, durable, time.monotonic() - t0, time.time() - msg.ts)
+            deferred.pop(msg.id, None)
             seen[msg.id] = None
             if len(seen) > _SEEN_IDS:
                 seen.popitem(last=False)
 
-        async def _loop() -> None:
-            while not self._stopping.is_set():
-                try:
-                    msgs = await sub.fetch(batch, timeout=fetch_timeout_s)
-                except (TimeoutError, nats.errors.TimeoutError):  # nats-py raises both kinds
-                    continue
-                except (nats.errors.ConnectionClosedError, asyncio.CancelledError):
-                    return
-                except Exception as e:  # noqa: BLE001 - reconnecting, server restarting: wait and fetch again
-                    log.warning("fetch failed, retrying", error=repr(e))
-                    await asyncio.sleep(0.5)
-                    continue
-                for raw in msgs:
-                    await _one(raw)
+        async def _subscribe() -> JetStreamContext.PullSubscription:
+            sub = await self.js.pull_subscribe(subject, durable=durable, stream=stream, config=config)
+            self._subs.append(sub)
+            return sub
 
-        self._tasks.append(asyncio.create_task(_loop(), name=f"consume:{durable}"))
+        first = [await _subscribe()]  # created before consume() returns: new_only sees what follows
+
+        async def _loop() -> None:
+            sub = first.pop() if first else await _subscribe()
+            failures = 0
+            try:
+                while not self._stopping.is_set():
+                    if (wait := pause[0] - time.monotonic()) > 0:
+                        await asyncio.sleep(wait)
+                    try:
+                        msgs = await sub.fetch(batch, timeout=fetch_timeout_s)
+                        failures = 0
+                    except (TimeoutError, nats.errors.TimeoutError):  # nats-py raises both kinds
+                        continue
+                    except nats.errors.ConnectionClosedError:
+                        return
+                    except Exception as e:  # reconnecting, server restarting: wait and fetch again
+                        failures += 1
+                        if failures >= _FETCH_FAILURES and self.nc.is_connected:
+                            raise BusError(f"fetch failed {failures} times while connected: {e!r}") from e
+                        log.warning("fetch failed, retrying", error=repr(e))
+                        await asyncio.sleep(0.5)
+                        continue
+                    for raw in msgs:
+                        try:
+                            await _one(raw)
+                        except Exception as e:  # noqa: BLE001 - an ack lost to a reconnect: redelivered later
+                            log.warning("message left for redelivery", error=_describe(e))
+            finally:
+                with contextlib.suppress(ValueError):
+                    self._subs.remove(sub)
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
+
+        task = asyncio.create_task(self._supervise(durable, _loop, stats), name=f"consume:{durable}")
+
+        def _cancelled(t: asyncio.Task[None]) -> None:  # cancelled by anything but close(): dead
+            if t.cancelled() and not self._stopping.is_set():
+                self._died(durable, "consumer loop cancelled")
+
+        task.add_done_callback(_cancelled)
+        self._tasks.append(task)
         return stats
+
+    async def _supervise(self, durable: str, loop: Callable[[], Awaitable[None]], stats: ConsumerStats) -> None:
+        """Run a consumer loop; when it dies (its durable consumer deleted, a bug), log the cause, start it
+        again with back-off, and after `_LOOP_RESTARTS` deaths mark the consumer dead: health turns
+        unhealthy and `on_fatal` ends the service, so its supervisor restarts the whole process."""
+        log = self.log.bind(consumer=durable)
+        for attempt in range(_LOOP_RESTARTS + 1):
+            try:
+                await loop()
+                return  # stopping, or the connection closed
+            except Exception as e:  # reported, then restarted
+                if self._stopping.is_set():
+                    return
+                log.exception("consumer loop died", attempt=attempt + 1)
+                reason = _describe(e)
+            stats.loop_restarts += 1
+            await asyncio.sleep(min(0.5 * 2 ** attempt, 10.0))
+        self._died(durable, f"consumer loop died {_LOOP_RESTARTS + 1} times, last: {reason}")
+
+    def _died(self, durable: str, reason: str) -> None:
+        self.dead[durable] = reason
+        self.log.error("consumer dead", consumer=durable, reason=reason)
+        if self.on_fatal is not None:
+            self.on_fatal(f"consumer {durable}: {reason}")
+
+    @staticmethod
+    async def _keep_in_progress(raw: Msg, every_s: float) -> None:
+        with contextlib.suppress(Exception):  # a failed progress ack only brings the redelivery forward
+            while True:
+                await asyncio.sleep(every_s)
+                await raw.in_progress()
+
+    async def _reject(self, raw: Msg, reason: str, deliveries: int, stats: ConsumerStats, durable: str) -> None:
+        """Dead-letter and terminate `raw`; if the dead letter cannot be stored, leave the message for
+        redelivery (nothing is dropped without its reason on record)."""
+        try:
+            await self.dead_letter(raw, reason, deliveries)
+        except Exception as e:  # noqa: BLE001 - the DLQ publish failed (server down): try again later
+            self.log.warning("dead letter not stored, message kept", subject=raw.subject, error=_describe(e))
+            await raw.nak(delay=DEFAULT_BACKOFF[-1])
+            return
+        stats.dead_lettered += 1
+        metrics.on_consumed(self.service, durable, "dead_lettered")
+        await raw.term()
 
     async def dead_letter(self, raw: Msg, reason: str, deliveries: int = 1) -> None:
         meta = None
         with contextlib.suppress(Exception):
             meta = raw.metadata.sequence.stream
+        data = raw.data or b""
+        if len(data) > _DLQ_PAYLOAD:  # the dead letter must fit the server's max_payload itself
+            reason += (f" (payload cut to its first {_DLQ_PAYLOAD:,} of {len(data):,} bytes; sha256 "
+                       f"{hashlib.sha256(data).hexdigest()}; the stream keeps the whole message at seq {meta})")
+            data = data[:_DLQ_PAYLOAD]
         letter = DeadLetter(source=self.service, original_subject=raw.subject,
-                            payload=raw.data.decode("utf-8", errors="replace"), reason=reason,
-                            headers={k: str(v) for k, v in (raw.headers or {}).items()},
+                            payload=data.decode("utf-8", errors="replace"), reason=reason[:_DLQ_REASON],
+                            headers={k: str(v)[:1024] for k, v in list((raw.headers or {}).items())[:32]},
                             deliveries=deliveries, stream_seq=meta)
-        self.log.warning("dead letter", subject=raw.subject, reason=reason)
+        self.log.warning("dead letter", subject=raw.subject, reason=reason[:_DLQ_REASON])
         await self.publish(dlq_subject(raw.subject), letter)
 
     # ------------------------------------------------------------ lifecycle

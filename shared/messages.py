@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from shared import limits
 from shared.ids import new_id, now
 
 SCHEMA_VERSION = 1
@@ -417,12 +418,14 @@ def encode(msg: Message) -> bytes:
     return _encoder.encode(msg)
 
 
-def decode(data: bytes, type_: type[Message] | None = None) -> Message:
+def decode(data: bytes, type_: type[Message] | None = None, *, max_bytes: int | None = None) -> Message:
     """Decode JSON bytes into the given message type, or into whichever type its `kind` names.
 
-    Raises msgspec.DecodeError / msgspec.ValidationError on malformed input; consumers turn those into
-    dead letters.
+    Raises msgspec.DecodeError / msgspec.ValidationError on malformed input, including a message over
+    `max_bytes` or nested deeper than shared/limits.py allows (checked first, without recursion);
+    consumers turn those into dead letters.
     """
+    limits.check(data, max_bytes=max_bytes)
     if type_ is None:
         return _any_decoder.decode(data)
     return msgspec.json.decode(data, type=type_)

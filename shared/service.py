@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import socket
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -23,9 +25,9 @@ from nats.micro import ServiceConfig, add_service
 from nats.micro.request import Request
 from nats.micro.service import EndpointStats, Service
 
+from shared import limits, metrics
 from shared import logging as kplog
-from shared import metrics
-from shared.bus import Bus, BusError
+from shared.bus import ACK_TO_HEADER, Bus, BusError
 from shared.messages import Heartbeat, HeartbeatAck
 from shared.natsauth import CA_ENV, CREDS_ENV
 from shared.subjects import HEARTBEAT_ACK, HEARTBEAT_PING
@@ -48,6 +50,14 @@ def health_subject(service: str) -> str:
     return f"health.{service}"
 
 
+# The exit status of a service that ended itself because part of it died (a consumer loop, a timer
+# task): its supervisor restarts it (services/kpilot/supervisor.py), `kpilot status` shows the code.
+EXIT_PART_DIED = 70
+
+ErrorReply = Callable[[str, str], bytes]
+"""Builds an endpoint's structured error answer from (code, message), e.g. a ToolResult with ok=False."""
+
+
 class ServiceRuntime:
     """One running instance of a service: its bus, its micro service and its counters."""
 
@@ -62,12 +72,27 @@ class ServiceRuntime:
         self.ready = False  # set once the service's own setup has finished
         self.args = argparse.Namespace()  # the parsed CLI, including a service's own `add_args` options
         self.metrics_url = ""
+        self.exit_code = 0
+        self.dead: dict[str, str] = {}  # spawned task -> why it died
+        self._inflight: set[asyncio.Task[None]] = set()
+        bus.on_fatal = self.fatal
 
     def health(self) -> Health:
+        dead = {**self.bus.dead, **self.dead}
+        details = {**self.details, **({"dead": "; ".join(f"{k}: {v}" for k, v in dead.items())} if dead else {})}
         return Health(service=self.name, instance=self.instance, version=VERSION,
-                      healthy=self.ready and self.bus.nc.is_connected and not self._stop.is_set(),
+                      healthy=self.ready and self.bus.nc.is_connected and not self._stop.is_set() and not dead,
                       consumers={k: msgspec.structs.asdict(v) for k, v in self.bus.consumers.items()},
-                      details=self.details, metrics_url=self.metrics_url)
+                      details=details, metrics_url=self.metrics_url)
+
+    def fatal(self, reason: str) -> None:
+        """Part of the service died for good: report unhealthy and end with EXIT_PART_DIED, so the
+        supervisor starts a fresh process (which resumes from the durable consumers)."""
+        if self._stop.is_set():
+            return
+        self.log.error("part of the service died, exiting for a restart", reason=reason)
+        self.exit_code = EXIT_PART_DIED
+        self.stop()
 
     def _stats(self, _endpoint: EndpointStats) -> object:
         return msgspec.to_builtins(self.health())
@@ -92,37 +117,136 @@ class ServiceRuntime:
         await self.bus.publish(f"{HEARTBEAT_ACK}.{self.name}", ack)
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        """Run a background task of the service (a timer loop); it is cancelled when the bus closes."""
+        """Run a background task of the service (a timer loop); it is cancelled when the bus closes. A
+        task that ends with an exception, or is cancelled while the service runs, ends the service."""
         task = asyncio.create_task(coro, name=name)
         self.bus._tasks.append(task)
+
+        def _done(t: asyncio.Task[None]) -> None:
+            if self._stop.is_set() or self.bus._stopping.is_set():
+                return
+            if t.cancelled():
+                reason = "cancelled"
+            elif (e := t.exception()) is not None:
+                reason = f"{type(e).__name__}: {e}"[:500]
+            else:
+                return  # a task that finished its work
+            self.dead[name] = reason
+            self.fatal(f"task {name}: {reason}")
+
+        task.add_done_callback(_done)
         return task
 
+    async def wait_for(self, service: str) -> None:
+        """Return once an instance of `service` reports healthy (its micro stats carry its health), so a
+        service does not take work its dependency must do (the verifier waits for a toolrunner). Until
+        then `kpilot status` shows `waiting_for` in this service's details."""
+        self.details["waiting_for"] = service
+        start, next_log = time.monotonic(), 0.0
+        while not self._stop.is_set():
+            if any(h.healthy for h in await instances(self.bus, service, wait_s=0.5)):
+                break
+            if (waited := time.monotonic() - start) >= next_log:
+                self.log.info("waiting for a dependency", dependency=service, waited_s=round(waited, 1))
+                next_log = waited + 10.0
+            await asyncio.sleep(0.5)
+        self.details.pop("waiting_for", None)
+
     async def add_endpoint(self, name: str, subject: str, handler: Callable[[Request], Awaitable[None]],
-                           *, queue_group: str | None = None) -> None:
-        """A micro-service endpoint; instances of one service share `queue_group` (default: the name)."""
+                           *, queue_group: str | None = None, concurrent: bool = False,
+                           error_reply: ErrorReply | None = None) -> None:
+        """A micro-service endpoint; instances of one service share `queue_group` (default: the name).
+
+        Every request is acknowledged to a caller that asks (`Bus.request(responder=...)` watches this
+        instance while it works), checked against the nesting-depth limit before the handler decodes it,
+        and answered even when the handler raises: with `error_reply(code, message)` when given (a
+        structured record), else a micro-service error. `concurrent` handles each request in its own task
+        (long tool calls), so a slow one blocks no other."""
         assert self.micro is not None, "call after start()"
-        await self.micro.add_endpoint(name=name, subject=subject,
-                                      handler=metrics.timed_endpoint(self.name, name, handler),
+        ack = msgspec.json.encode({"id": self.micro.id, "instance": self.instance, "service": self.name})
+        log = self.log.bind(endpoint=name)
+
+        async def answer_error(req: Request, code: str, message: str) -> None:
+            with contextlib.suppress(Exception):  # the caller may be gone; nothing else to tell
+                if error_reply is not None:
+                    await req.respond(error_reply(code, message))
+                else:
+                    await req.respond_error("400" if code == "invalid_request" else "500", message)
+
+        async def guarded(req: Request) -> None:
+            try:
+                limits.check(req.data)
+            except limits.LimitExceeded as e:
+                await answer_error(req, "invalid_request", str(e))
+                return
+            try:
+                await handler(req)
+            except Exception as e:  # a handler bug answers the caller and the service goes on
+                log.exception("endpoint handler failed")
+                await answer_error(req, "internal", f"{name} failed: {type(e).__name__}: {str(e)[:500]}")
+
+        async def entry(req: Request) -> None:
+            ack_to = (req.headers or {}).get(ACK_TO_HEADER)
+            if ack_to:
+                with contextlib.suppress(Exception):
+                    await self.bus.nc.publish(ack_to, ack)
+            if not concurrent:
+                await guarded(req)
+                return
+            task = asyncio.create_task(guarded(req), name=f"endpoint:{name}")
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+
+        await self.micro.add_endpoint(name=name, subject=subject, handler=metrics.timed_endpoint(self.name, name, entry),
                                       queue_group=queue_group or self.name)
 
     def stop(self) -> None:
         self._stop.set()
 
-    async def run_until_stopped(self) -> None:
+    async def run_until_stopped(self) -> int:
+        """Serve until SIGTERM/SIGINT or a fatal failure; the process's exit status."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
         await self._stop.wait()
-        self.log.info("stopping")
+        self.log.info("stopping", exit_code=self.exit_code)
         if self.micro is not None:
-            await self.micro.stop()
+            with contextlib.suppress(Exception):
+                await self.micro.stop()
+        for task in list(self._inflight):
+            task.cancel()
         await self.bus.close()
+        return self.exit_code
+
+
+async def instances(bus: Bus, service: str, *, wait_s: float = 0.5) -> list[Health]:
+    """The health of every instance of `service` that answers `$SRV.STATS.<service>` within `wait_s`
+    (its stats carry its health: ServiceRuntime._stats); [] when none is up."""
+    inbox = bus.nc.new_inbox()
+    sub = await bus.nc.subscribe(inbox)
+    found: list[Health] = []
+    try:
+        await bus.nc.publish(f"$SRV.STATS.{service}", b"", reply=inbox)
+        deadline = time.monotonic() + wait_s
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                msg = await sub.next_msg(timeout=left)
+            except Exception:  # noqa: BLE001 - wait over, or the connection went
+                break
+            with contextlib.suppress(Exception):  # a no-responders status, or a stranger's reply
+                stats = msgspec.json.decode(msg.data)
+                data = next(e.get("data") for e in stats.get("endpoints", []) if e.get("name") == "health")
+                found.append(msgspec.convert(data, Health))
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+    return found
 
 
 Setup = Callable[[ServiceRuntime], Awaitable[None]]
 
 
-async def run_service(name: str, setup: Setup, url: str, args: argparse.Namespace | None = None) -> None:
+async def run_service(name: str, setup: Setup, url: str, args: argparse.Namespace | None = None) -> int:
     bus = await Bus.connect(url, name, creds_file=getattr(args, "creds_file", None),
                             tls_ca=getattr(args, "tls_ca", None))
     runtime = ServiceRuntime(name, bus)
@@ -135,7 +259,7 @@ async def run_service(name: str, setup: Setup, url: str, args: argparse.Namespac
     await setup(runtime)
     runtime.ready = True
     runtime.log.info("serving", nats=url.split("@")[-1])
-    await runtime.run_until_stopped()
+    return await runtime.run_until_stopped()
 
 
 def serve(name: str, setup: Setup, argv: list[str] | None = None,
@@ -159,6 +283,7 @@ def serve(name: str, setup: Setup, argv: list[str] | None = None,
     args = parser.parse_args(argv)
     kplog.configure(name, args.log_level)
     try:
-        asyncio.run(run_service(name, setup, args.nats, args))
+        code = asyncio.run(run_service(name, setup, args.nats, args))
     except BusError as e:
         raise SystemExit(f"{name}: {e}") from None
+    raise SystemExit(code)

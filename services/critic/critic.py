@@ -38,7 +38,6 @@ from services.critic.state import (
 )
 from shared.bus import Bus
 from shared.messages import (
-    ANY_MESSAGE,
     FailureRecord,
     Message,
     ProposedPatch,
@@ -47,6 +46,7 @@ from shared.messages import (
     StateChangeEvent,
     Verdict,
     VerifiedPatch,
+    decode,
 )
 from shared.signing import sign
 from shared.subjects import (
@@ -117,7 +117,7 @@ class Critic:
                 pending -= len(msgs)
                 for raw in msgs:
                     try:
-                        self.index.add(msgspec.json.decode(raw.data, type=ANY_MESSAGE))
+                        self.index.add(decode(raw.data))
                         n += 1
                     except (msgspec.DecodeError, msgspec.ValidationError):
                         pass  # the live consumer dead-letters it with the reason
@@ -247,7 +247,7 @@ class Critic:
         raw = last
         while hops < FETCH_HOPS:
             try:
-                msg = msgspec.json.decode(raw.data or b"", type=ANY_MESSAGE)
+                msg = decode(raw.data or b"")
             except (msgspec.DecodeError, msgspec.ValidationError):
                 msg = None
             if msg is not None and msg.id == msg_id:

@@ -9,14 +9,12 @@ stream's de-duplication: every outcome's message id is derived from the candidat
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Literal
 
 import msgspec
-from ulid import ULID
 
 from services.critic.review import Decision
+from shared import ids
 from shared.messages import Scalar
 from shared.subjects import token
 
@@ -53,25 +51,13 @@ class KernelState(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     seen_mean_us: dict[str, float] = {}
 
 
-_ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
-
-
 def state_key(kernel: str) -> str:
     return f"verified.{token(kernel)}"
 
 
 def derived_id(kind: Literal["verified", "proposed", "rejected", "failure", "rollback"], key: str) -> str:
-    """A ULID fixed by (kind, key): its time part from the first ULID in `key`, the rest from a hash.
-
-    A republished outcome carries the same id, so JetStream drops it (Nats-Msg-Id de-duplication).
-    """
-    found = _ULID.search(key)  # planner ids embed one: "job-<ULID>-v3"
-    try:
-        ms = ULID.from_str(found.group(0)).milliseconds if found else 0
-    except ValueError:
-        ms = 0
-    digest = hashlib.sha256(f"{kind}:{key}".encode()).digest()
-    return str(ULID.from_bytes(ms.to_bytes(6, "big") + digest[:10]))
+    """A ULID fixed by (kind, key) (shared/ids.py): a republished outcome is stored once."""
+    return ids.derived_id(kind, key)
 
 
 def entry(state: KernelState, candidate_id: str | None) -> VerifiedEntry | None:

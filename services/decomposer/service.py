@@ -32,6 +32,7 @@ async def setup(runtime: ServiceRuntime) -> None:
                 ToolRequest(source="decomposer", tool=name, args=args, **req.caused()),
                 ToolResult,
                 timeout_s=TOOL_TIMEOUT_S,
+                responder="toolrunner",  # a runner that dies mid-call ends the call at once
             )
         except BusError as e:
             return analyze.failed(req, ToolError(code="unavailable", message=str(e)))

@@ -73,21 +73,48 @@ async def status(url: str, *, wait_s: float = 0.7, state_dir: Path | None = None
     return rows + [{"kind": "nats-server", **msgspec.to_builtins(s)} for s in servers]
 
 
+def add_supervision(rows: list[dict[str, Any]], children: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each row gets its supervised process's `restarts`, `last_exit` and `pid` (from the stack's state
+    file, `kpilot up`'s supervisor), and nats-server a row of its own."""
+    for r in rows:
+        child = children.get(r["name"]) if r["kind"] == "service" else None
+        if child is not None:
+            r["supervisor"] = msgspec.to_builtins(child)
+    if "nats-server" in children:
+        servers = [r for r in rows if r["kind"] == "nats-server"]
+        if not servers:
+            rows.append({"kind": "nats-server", "name": "nats-server", "url": "", "pid": None, "up": True,
+                         "leader_of": []})
+            servers = rows[-1:]
+        servers[0]["supervisor"] = msgspec.to_builtins(children["nats-server"])
+    return rows
+
+
 def print_status(rows: list[dict[str, Any]], as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
     else:
         for r in rows:
+            sup = r.get("supervisor")
+            restarts = ""
+            if sup is not None:
+                restarts = f" pid={sup['pid']} restarts={sup['restarts']}"
+                if sup["last_exit"] is not None:
+                    restarts += f" last_exit={sup['last_exit']}"
+                if sup.get("next_start_at"):
+                    restarts += f" restarting in {max(sup['next_start_at'] - time.time(), 0):.0f}s"
             if r["kind"] == "nats-server":
                 mark = "up" if r["up"] else "DOWN"
                 print(f"{'nats':<11} {mark:<8} {r['name']:<15} {r['url'] or '-':<22} pid={r['pid'] or '-'} "
-                      f"leads {len(r['leader_of'])} streams")
+                      f"leads {len(r['leader_of'])} streams{restarts}")
                 continue
             c = r["counters"]
             mark = "healthy" if r["healthy"] else "DOWN"
+            dead = r["details"].get("dead")
             print(f"{r['name']:<11} {mark:<8} {r['version'] or '-':<6} {r['instance'] or '-':<24} "
                   f"received={c.get('received', 0)} handled={c.get('handled', 0)} "
-                  f"dead={c.get('dead_lettered', 0)} requests={c.get('requests', 0)}")
+                  f"dead={c.get('dead_lettered', 0)} deferred={c.get('deferred', 0)} "
+                  f"requests={c.get('requests', 0)}{restarts}" + (f" DIED: {dead}" if dead else ""))
     return 0 if all(r["healthy"] for r in rows if r["kind"] == "service") else 1
 
 

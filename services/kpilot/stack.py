@@ -1,4 +1,5 @@
-"""`kpilot up` / `kpilot down`: the embedded nats-server and one process per service."""
+"""`kpilot up` / `kpilot down`: the embedded nats-server and one process per service, started and kept
+running by the stack's supervisor (services/kpilot/supervisor.py), which restarts what dies."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import msgspec
 from shared import natscluster
 from shared.bus import Bus, BusError
 from shared.natsauth import CA_ENV, CREDS_ENV
-from shared.natsserver import EmbeddedServer, NatsServerError, port_open
+from shared.natsserver import EmbeddedServer, port_open
 from shared.provision import provision
 from shared.service import Health, health_subject
 from shared.signing import SIGNING_KEY_ENV, make_keypair, publish_trusted_key
@@ -24,15 +25,74 @@ from shared.subjects import SERVICE_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 
 
+NATS = "nats-server"  # the supervisor's name for the server among its children
+
+
+class ChildState(msgspec.Struct):
+    """One supervised process as `kpilot status` shows it."""
+
+    pid: int
+    restarts: int = 0
+    last_exit: int | None = None  # exit status of its last death; negative: killed by that signal (-9)
+    last_exit_at: float | None = None  # epoch seconds
+    next_start_at: float | None = None  # set while it waits out its restart back-off
+
+
 class StackState(msgspec.Struct):
-    """What `up` started on a port, so that `down` can stop exactly that."""
+    """What `up` started on a port, so that `down` can stop exactly that; rewritten by the supervisor
+    after every start, death and restart."""
 
     port: int
     nats_pid: int
     services: dict[str, int]
     log_dir: str
-    http_port: int = 0  # nats-server's HTTP monitor, on 127.0.0.1 only
+    http_port: int = 0  # nats-server's HTTP monitor, on 127.0.0.1 only (a cluster: its first member's)
     tls_ca: str = ""  # the CA clients need when the stack runs with --tls
+    supervisor_pid: int = 0
+    phase: str = "running"  # starting | running | failed
+    error: str = ""
+    provisioned: int = 0  # provisioning changes at the first start
+    children: dict[str, ChildState] = {}
+
+
+def read_state(state_dir: Path, port: int) -> StackState | None:
+    path = state_file(state_dir.resolve(), port)
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=StackState)
+    except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+Server = EmbeddedServer | natscluster.EmbeddedCluster
+
+
+def service_command(server: Server, name: str, state_dir: Path,
+                    telemetry_period_s: float | None) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of one service process of the stack. No secret on the command
+    line (`ps` shows it): the password is in a 0600 creds file, the critic's signing key in a 0600 file."""
+    extra = ["--period", f"{telemetry_period_s:g}"] if name == "telemetry" and telemetry_period_s else []
+    env = os.environ | {"KPILOT_STATE": str(state_dir), CREDS_ENV: str(server.creds_file(name))}
+    env.pop(SIGNING_KEY_ENV, None)
+    env.pop(CA_ENV, None)
+    if name == "critic":
+        env[SIGNING_KEY_ENV] = str(make_keypair(state_dir / "signing")[0])
+    if server.tls:
+        env[CA_ENV] = server.tls.ca
+    return [sys.executable, "-m", f"services.{name}", "--nats", server.plain_url(), *extra], env
+
+
+async def provision_streams(server: Server, replicas: int = 1) -> list[str]:
+    """Every stream, bucket and object store (as admin, in-process: the password is on no command line),
+    and the critic's public key in the `trust` bucket."""
+    bus = await Bus.connect(server.url("admin"), "kpilot-provision",
+                            tls_ca=server.tls.ca if server.tls else None)
+    try:
+        changed = await provision(bus.js, replicas=replicas)
+        _, pub = make_keypair(server.state_dir / "signing")
+        await publish_trusted_key(bus.js, pub.read_bytes().strip())
+        return changed
+    finally:
+        await bus.close()
 
 
 def state_file(state_dir: Path, port: int) -> Path:
@@ -40,6 +100,8 @@ def state_file(state_dir: Path, port: int) -> Path:
 
 
 def _alive(pid: int) -> bool:
+    if pid <= 0:  # 0 / -1 would name a process group, never one of ours
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -77,10 +139,9 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
        tls: bool = False, cluster: int = 0) -> int:
     """`cluster` N >= 3: N nats-servers with routes (shared/natscluster.py), everything at N replicas."""
     state_dir = state_dir.resolve()
-    path = state_file(state_dir, port)
-    if path.exists():
-        st = msgspec.json.decode(path.read_bytes(), type=StackState)
-        if _alive(st.nats_pid) and all(_alive(p) for p in st.services.values()):
+    st = read_state(state_dir, port)
+    if st is not None:
+        if _alive(st.supervisor_pid) and st.phase == "running":
             print(f"kpilot: the stack is already up on 127.0.0.1:{port} (state in {state_dir})")
             return 0
         print(f"kpilot: stale stack state on port {port}; stopping its leftovers first")
@@ -91,73 +152,64 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
     try:
         # The critic's Ed25519 key pair: private key 0600 for the critic alone, public key in the
         # `trust` bucket (admin-written) and beside it in signing/critic.pub for subscribers.
-        signing_key, signing_pub = make_keypair(state_dir / "signing")
-        server = natscluster.EmbeddedCluster(state_dir, size=cluster, port=port) if cluster else \
-            EmbeddedServer(state_dir, port=port, tls=tls)
+        state_dir.mkdir(parents=True, exist_ok=True)
+        make_keypair(state_dir / "signing")
+        if tls:
+            EmbeddedServer(state_dir, port=port, tls=True)  # makes the CA and certificate now
     except ImportError as e:
         print(f"kpilot up: {e}: patch signing and --tls need the `cryptography` package. Fix: "
               f"`pip install 'cryptography>=43'` (or `make install`).", file=sys.stderr)
         return 1
     try:
-        server.start(detach=True)
-    except NatsServerError as e:
+        if cluster:
+            natscluster.EmbeddedCluster(state_dir, size=cluster, port=port)  # refuses a bad size now
+    except ValueError as e:
         print(f"kpilot up: {e}", file=sys.stderr)
+        return 2
+    busy = [p for p in range(port, port + max(cluster, 1)) if port_open("127.0.0.1", p)]
+    if busy:
+        print(f"kpilot up: port {busy[0]} on 127.0.0.1 is already in use. Fix: stop what runs there "
+              f"(`kpilot down --port {port}`) or pass `--port` with a free port.", file=sys.stderr)
         return 1
-    assert server.proc is not None
-    operator = server.plain_url()
-    ca = server.tls.ca if server.tls else ""
-
-    async def _provision() -> list[str]:
-        # In-process, so the password is on no command line.
-        bus = await Bus.connect(server.url("admin"), "kpilot-provision", tls_ca=ca or None)
-        try:
-            changed = await provision(bus.js, replicas=max(cluster, 1))
-            await publish_trusted_key(bus.js, signing_pub.read_bytes().strip())
-            return changed
-        finally:
-            await bus.close()
-
-    try:
-        changed = asyncio.run(_provision())
-    except Exception as e:  # noqa: BLE001 - any failure stops the server and is reported with its fix
-        server.stop()
-        print(f"kpilot up: provisioning the streams failed: {e}. Fix: check the table in "
-              f"shared/subjects.py against the server limits in deploy/nats-server.conf.template",
-              file=sys.stderr)
-        return 1
+    state_dir.mkdir(parents=True, exist_ok=True)
     log_dir = state_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    pids: dict[str, int] = {}
-    for name in services:
-        log = open(log_dir / f"{name}-{port}.log", "ab")  # noqa: SIM115 - the child keeps writing it
-        extra = ["--period", f"{telemetry_period_s:g}"] if name == "telemetry" and telemetry_period_s else []
-        # No secret on the command line (`ps` shows it): the password is in a 0600 creds file.
-        env = os.environ | {"KPILOT_STATE": str(state_dir), CREDS_ENV: str(server.creds_file(name))}
-        env = env | {SIGNING_KEY_ENV: str(signing_key)} if name == "critic" else \
-            {k: v for k, v in env.items() if k != SIGNING_KEY_ENV}
-        env = env | {CA_ENV: ca} if ca else {k: v for k, v in env.items() if k != CA_ENV}
-        proc = subprocess.Popen([sys.executable, "-m", f"services.{name}", "--nats", operator, *extra],
-                                cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=env)
-        log.close()
-        pids[name] = proc.pid
-    if isinstance(server, natscluster.EmbeddedCluster):
-        server.write_state(port)
-    st = StackState(port=port, nats_pid=server.proc.pid, services=pids, log_dir=str(log_dir),
-                    http_port=server.http_port, tls_ca=ca)
-    path.write_bytes(msgspec.json.encode(st))
-    healthy = asyncio.run(wait_healthy(operator, services, timeout_s, tls_ca=ca or None))
+    argv = [sys.executable, "-m", "services.kpilot.supervisor", "--state-dir", str(state_dir), "--port",
+            str(port), "--services", ",".join(services)]
+    if telemetry_period_s:
+        argv += ["--telemetry-period", f"{telemetry_period_s:g}"]
+    if tls:
+        argv += ["--tls"]
+    if cluster:
+        argv += ["--cluster", str(cluster)]
+    with open(log_dir / f"supervisor-{port}.log", "ab") as log:
+        sup = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while (st := read_state(state_dir, port)) is None or st.phase == "starting":
+        if sup.poll() is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    if st is None or st.phase != "running":
+        why = st.error if st is not None and st.error else f"see {log_dir / f'supervisor-{port}.log'}"
+        print(f"kpilot up: the stack did not start: {why}", file=sys.stderr)
+        down(state_dir, port)
+        return 1
+    scheme = "tls" if tls else "nats"
+    operator = ",".join(f"{scheme}://127.0.0.1:{port + i}" for i in range(max(cluster, 1)))
+    healthy = asyncio.run(wait_healthy(operator, services, max(deadline - time.monotonic(), 5.0),
+                                       tls_ca=st.tls_ca or None))
     missing = [n for n in services if n not in healthy]
     if missing:
         print(f"kpilot up: not healthy within {timeout_s:.0f} s: {', '.join(missing)}; see their logs in "
               f"{log_dir}", file=sys.stderr)
         down(state_dir, port)
         return 1
-    print(f"kpilot: NATS on {','.join(f'nats://127.0.0.1:{port + i}' for i in range(max(cluster, 1)))} "
-          f"(JetStream in {state_dir}; "
-          f"{len(changed)} provisioning changes); {len(services)} services healthy: {', '.join(services)}")
-    print(f"kpilot: monitor on http://127.0.0.1:{server.http_port} (loopback only)"
-          + (f"; TLS: clients need --tls-ca {ca} (or {CA_ENV})" if ca else ""))
+    print(f"kpilot: NATS on {operator} (JetStream in {state_dir}; "
+          f"{st.provisioned} provisioning changes); {len(services)} services healthy: {', '.join(services)}; "
+          f"supervised (pid {st.supervisor_pid}): a service that dies is restarted, `kpilot status` shows restarts")
+    print(f"kpilot: monitor on http://127.0.0.1:{st.http_port} (loopback only)"
+          + (f"; TLS: clients need --tls-ca {st.tls_ca} (or {CA_ENV})" if st.tls_ca else ""))
     if detach:
         return 0
     print("kpilot: running in the foreground; Ctrl-C stops everything")
@@ -196,12 +248,16 @@ def down(state_dir: Path, port: int) -> int:
         print(f"kpilot: nothing running on port {port}")
         return 0
     st = msgspec.json.decode(path.read_bytes(), type=StackState)
-    for pid in st.services.values():  # services first, so they drain while NATS is still there
+    # The supervisor stops its children itself (services, then NATS); what outlives it (it was killed)
+    # is stopped here from the last pids it wrote.
+    _terminate(st.supervisor_pid, 40.0)
+    st = read_state(state_dir, port) or st
+    for pid in st.services.values():
         _terminate(pid, 10.0)
     for pid in natscluster.member_pids(state_dir.resolve(), port) or [st.nats_pid]:  # a cluster: every member
         _terminate(pid, 10.0)
     natscluster.servers_file(state_dir.resolve(), port).unlink(missing_ok=True)
-    path.unlink()
+    path.unlink(missing_ok=True)
     print(f"kpilot: stopped {len(st.services)} services and NATS on port {port}")
     return 0
 

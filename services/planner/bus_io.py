@@ -34,7 +34,8 @@ class BusIO:
     async def analyze(self, task_path: str, config: dict[str, Any]) -> Decomposition | None:
         req = ToolRequest(source=SOURCE, tool="decompose", args={"task_path": task_path, "config": config})
         try:
-            r = await self.bus.request(DECOMPOSER_ANALYZE, req, ToolResult, timeout_s=ANALYZE_TIMEOUT_S)
+            r = await self.bus.request(DECOMPOSER_ANALYZE, req, ToolResult, timeout_s=ANALYZE_TIMEOUT_S,
+                                       responder="decomposer")
         except BusError as e:
             self.log.warning("no diagnosis: decomposer did not answer", error=str(e))
             return None
@@ -54,6 +55,7 @@ class BusIO:
                 ToolRequest(source=SOURCE, tool=name, args=args),
                 ToolResult,
                 timeout_s=TOOL_TIMEOUT_S,
+                responder="toolrunner",
             )
         except BusError as e:
             return ToolResult(

@@ -44,10 +44,10 @@ async def setup(runtime: ServiceRuntime) -> None:
     sandbox = await asyncio.to_thread(probe)
     runtime.details.update(gpus=str(executor.gpus), gpu_model=gpu_model() or "none",
                            tools=",".join(executor.available()), sandbox=sandbox.summary(),
-                           task_roots=":".join(executor.roots.roots) if executor.roots else "")
+                           task_roots=":".join(executor.roots.roots) if executor.roots else "",
+                           gpu_tools=",".join(n for n, s in executor.specs.items() if s.needs_gpu))
     artifacts = await runtime.bus.js.object_store("artifacts")
     pool, gpu = asyncio.Semaphore(CPU_POOL), asyncio.Semaphore(max(executor.gpus, 1))
-    inflight: set[asyncio.Task[None]] = set()
 
     async def serve(name: str, req: Request) -> None:
         try:
@@ -71,15 +71,21 @@ async def setup(runtime: ServiceRuntime) -> None:
             duration_s=result.duration_s, outcome=outcome, **tool_req.caused()))
 
     def endpoint(name: str):  # type: ignore[no-untyped-def]
-        async def handler(req: Request) -> None:  # answer concurrently: a long compile blocks nothing
-            task = asyncio.create_task(serve(name, req))
-            inflight.add(task)
-            task.add_done_callback(inflight.discard)
+        async def handler(req: Request) -> None:
+            await serve(name, req)
         return handler
+
+    def error_reply(name: str):  # type: ignore[no-untyped-def]
+        def reply(code: str, message: str) -> bytes:  # a limit or a handler bug: still a ToolResult
+            return encode(ToolResult(source="toolrunner", tool=name, tool_version="", ok=False,
+                                     error=ToolError(code=code, message=message)))  # type: ignore[arg-type]
+        return reply
 
     for name in executor.available():
         group = "toolrunner-gpu" if executor.specs[name].needs_gpu else "toolrunner"
-        await runtime.add_endpoint(name, tool_subject(name), endpoint(name), queue_group=group)
+        # concurrent: each call in its own task, so a long compile blocks nothing
+        await runtime.add_endpoint(name, tool_subject(name), endpoint(name), queue_group=group,
+                                   concurrent=True, error_reply=error_reply(name))
 
     async def list_tools(req: Request) -> None:
         await req.respond(msgspec.json.encode([

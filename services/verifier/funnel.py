@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from services.verifier import full_checks, micro_checks, static_checks
-from services.verifier.client import ToolCallError, ToolClient, call_typed
+from services.verifier.client import ToolCallError, ToolClient, ToolInfraError, call_typed
 from services.verifier.policy import VerifyPolicy
 from shared.messages import Layer, Measurement, Provenance, Scalar, ToolResult, Verdict, VerdictStatus
 from shared.tools.bench import BenchABInput, BenchABOutput, BenchInput, BenchOutput, BenchSubject
@@ -184,9 +184,13 @@ class Funnel:
 
     @staticmethod
     async def _gather(*calls: Awaitable[Any]) -> list[Any]:
-        """Await independent tool calls together. Once all have ended, the first failure in argument order
-        is raised: the reason a one-by-one sequence would have given, whichever call failed first."""
+        """Await independent tool calls together. Once all have ended, an infrastructure failure is raised
+        first (the candidate is verified again later), else the first failure in argument order: the
+        reason a one-by-one sequence would have given, whichever call failed first."""
         results = await asyncio.gather(*calls, return_exceptions=True)
+        for r in results:
+            if isinstance(r, ToolInfraError):
+                raise r
         for r in results:
             if isinstance(r, BaseException):
                 raise r

@@ -90,7 +90,7 @@ async def test_on_cpu_the_reply_is_unavailable_and_nothing_is_published(
 
     res = await _ask(op, {"task_path": VECTOR_ADD, "kernel": "add_kernel"})
     assert isinstance(res, ToolResult) and not res.ok and res.error is not None
-    assert res.error.code == "unavailable" and "no runner serves tools.ncu_profile" in res.error.message
+    assert res.error.code == "unavailable" and "ncu_profile needs a GPU" in res.error.message
     assert res.result is None and res.job_id == "job-1"
 
     bad = await _ask(op, {"task": VECTOR_ADD})
@@ -110,7 +110,7 @@ async def test_kpilot_profile_says_unavailable(services: None, nats_server: Embe
     url = f"nats://127.0.0.1:{nats_server.port}"
     res = await asyncio.to_thread(_kpilot, url, VECTOR_ADD, "--kernel", "add_kernel", "--json")
     assert res.returncode == 1 and res.stdout == ""
-    assert "kpilot profile: unavailable:" in res.stderr and "no runner serves tools.ncu_profile" in res.stderr
+    assert "kpilot profile: unavailable:" in res.stderr and "ncu_profile needs a GPU" in res.stderr
     missing = await asyncio.to_thread(_kpilot, url, "no_such_task.py")
     assert missing.returncode == 2 and "no such task file" in missing.stderr
 

@@ -55,7 +55,7 @@ async def test_tool_call_validation_and_unavailable(runner: ServiceRuntime, make
 
     gpu = await client.call("bench", {"task_path": "x.py"})
     assert not gpu.ok and gpu.error is not None and gpu.error.code == "unavailable"
-    assert "no runner serves tools.bench" in gpu.error.message
+    assert "bench needs a GPU" in gpu.error.message
 
 
 async def test_semantic_check_refuses_unknown_kernel(runner: ServiceRuntime, make_bus: BusFactory) -> None:

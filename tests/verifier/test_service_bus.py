@@ -16,6 +16,7 @@ import msgspec
 import pytest
 
 from services.kpilot.local_tools import VERIFIER_TOOLS, run_tool
+from services.toolrunner.catalog import load_specs
 from services.verifier.service import setup
 from shared.bus import Bus, NoResponders
 from shared.messages import Candidate, ToolRequest, ToolResult, Verdict, decode, encode
@@ -29,8 +30,11 @@ CHEATS = ROOT / "tests" / "verifier" / "cheats"
 TIMEOUT_S = 400.0
 
 
-async def serve_specs(bus: Bus) -> None:
-    """Answer every verifier tool on `tools.<name>` by running the toolrunner's spec in a thread."""
+async def serve_specs(bus: Bus) -> ServiceRuntime:
+    """Answer every verifier tool on `tools.<name>` by running the toolrunner's spec in a thread, as a
+    service runtime named toolrunner (health, acks, liveness: what the verifier waits for and watches)."""
+    runtime = ServiceRuntime("toolrunner", bus)
+    await runtime.start()
     for name in VERIFIER_TOOLS:
 
         async def handler(msg, name=name) -> None:  # type: ignore[no-untyped-def]
@@ -38,7 +42,11 @@ async def serve_specs(bus: Bus) -> None:
             res = await asyncio.to_thread(run_tool, req.tool, req.args, "toolrunner")
             await msg.respond(encode(msgspec.structs.replace(res, **req.caused())))
 
-        await bus.nc.subscribe(tool_subject(name), queue="toolrunner", cb=handler)
+        await runtime.add_endpoint(name, tool_subject(name), handler, queue_group="toolrunner", concurrent=True)
+    runtime.details["tools"] = ",".join(VERIFIER_TOOLS)
+    runtime.details["gpu_tools"] = ",".join(n for n, spec in load_specs().items() if spec.needs_gpu)
+    runtime.ready = True
+    return runtime
 
 
 async def run_verifier(make_bus, candidates: list[Candidate], layers: int) -> list[Verdict]:  # type: ignore[no-untyped-def]
@@ -123,6 +131,9 @@ async def test_a_tool_nobody_serves_is_unavailable_not_an_exception(make_bus) ->
     # A runner without a GPU registers no tools.bench endpoint: the funnel must read that as "no GPU".
     from services.verifier.client import BusToolClient
 
-    res = await BusToolClient(await make_bus("verifier")).call("bench", {"task_path": TASK})
+    await serve_specs(await make_bus("toolrunner"))  # a CPU runner: no tools.ncu_profile
+    res = await BusToolClient(await make_bus("verifier")).call("ncu_profile", {"task_path": TASK})
     assert not res.ok and res.error is not None
-    assert res.error.code == "unavailable" and "no runner on the bus serves bench" in res.error.message
+    assert res.error.code == "unavailable" and "ncu_profile needs a GPU" in res.error.message
+    cpu = await BusToolClient(await make_bus("verifier")).call("nosuchtool", {})
+    assert cpu.error is not None and cpu.error.code == "unknown_tool" and "load_task" in cpu.error.message

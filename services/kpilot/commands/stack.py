@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     stack_args(p)
     p.set_defaults(func=_down)
 
-    p = sub.add_parser("status", help="every service instance with health and message counts, and every "
-                                      "nats-server with the streams it leads")
+    p = sub.add_parser("status", help="every service instance with health, message counts and restarts, "
+                                      "and every nats-server with the streams it leads")
     nats_arg(p)
     p.add_argument("--state-dir", type=Path, default=Path(os.environ.get("KPILOT_STATE", ".kpilot")),
                    help="where `up` recorded the stack (servers, pids, monitor port); default $KPILOT_STATE "
@@ -80,14 +80,15 @@ def _down(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from urllib.parse import urlparse
 
-    from services.kpilot.observe import print_status, status
-    from services.kpilot.stack import stack_info
-    info = stack_info(args.state_dir, urlparse(args.nats.split(",")[0]).port or 4222)
+    from services.kpilot.observe import add_supervision, print_status, status
+    from services.kpilot.stack import read_state
+    port = urlparse(args.nats.split(",")[0]).port or 4222
     rows = asyncio.run(status(args.nats, state_dir=args.state_dir))
-    if info is not None and info.http_port:
-        monitor = f"NATS monitor: http://127.0.0.1:{info.http_port} (loopback only)"
+    st = read_state(args.state_dir, port)
+    if st is not None and st.http_port:
+        monitor = f"NATS monitor: http://127.0.0.1:{st.http_port} (loopback only)"
         print(monitor, file=sys.stderr if args.json else sys.stdout)
-    return print_status(rows, args.json)
+    return print_status(add_supervision(rows, st.children if st else {}), args.json)
 
 
 def _tail(args: argparse.Namespace) -> int:

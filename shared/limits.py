@@ -1,0 +1,56 @@
+"""Size and nesting-depth limits of a JSON message, checked on its raw bytes before any decoder runs.
+
+msgspec and jsonschema both recurse per nesting level: a document nested 3,000 levels deep raises
+`RecursionError` in either (issue 18 stopped every consumer that way). The depth check here never
+recurses: it drops string literals, keeps only the bracket bytes and strips innermost `[]` / `{}` pairs
+one level per pass (each pass is one C-level regex over the bytes), so its cost is bounded by
+`max_depth` passes whatever the input.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+# The deepest message the system makes is a ToolResult of a compile (envelope -> result -> artifacts ->
+# record -> field: depth 6); 64 leaves room for tool arguments and stays far below the ~1,000 Python
+# frames at which the decoders fail.
+MAX_DEPTH = 64
+# Consumed messages (candidates, verdicts, telemetry) are a few KB; 1 MiB is 100x the largest seen.
+# Request replies may carry compiler text and are bounded by the server's max_payload (8 MB) instead.
+MAX_BYTES = 1 << 20
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # depth is what the decoder recurses on, whatever the kind
+_INNERMOST = re.compile(rb"\[\]")
+
+
+class LimitExceeded(msgspec.DecodeError):
+    """The message breaks a size or depth limit; a DecodeError, so every decode site already treats it
+    as malformed input."""
+
+
+def depth_exceeds(data: bytes, max_depth: int = MAX_DEPTH) -> bool:
+    """True when the JSON in `data` nests deeper than `max_depth` arrays/objects (no recursion)."""
+    if data.count(b"[") + data.count(b"{") <= max_depth:
+        return False
+    brackets = _STRING.sub(b"", data).translate(_ONE_KIND, _NOT_BRACKETS)
+    for passes in range(max_depth + 1):
+        stripped = _INNERMOST.sub(b"", brackets)
+        if stripped == brackets:
+            # Unmatched openers left (truncated JSON) still nest the decoder before it fails: count them.
+            return passes + brackets.count(b"[") > max_depth
+        brackets = stripped
+    return True
+
+
+def check(data: bytes, *, max_bytes: int | None = None, max_depth: int = MAX_DEPTH) -> None:
+    """Raise LimitExceeded, with the limit and how to stay inside it, when `data` is too big or deep."""
+    if max_bytes is not None and len(data) > max_bytes:
+        raise LimitExceeded(f"message of {len(data):,} bytes exceeds this consumer's limit of {max_bytes:,} "
+                            f"bytes; store large payloads in the `artifacts` object store and send a reference")
+    if depth_exceeds(data, max_depth):
+        raise LimitExceeded(f"JSON nested deeper than {max_depth} levels; no kernelpilot message nests "
+                            f"that deep (send flat records)")
