@@ -1,0 +1,79 @@
+"""GEMM transformations on the straightforward batched GEMM (benchmarks/tasks/l2_bmm.py: row-major tile
+order, an unpipelined K loop): the candidates pass the interpreter on micro and edge shapes, and the
+decomposer's findings for what each answers are gone from the cuda:90 build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shared.transforms.base import Refused
+from shared.transforms.table import apply
+from tests.transforms.harness import ROOT, build, candidate, correct, make_compiler
+
+BMM = "benchmarks/tasks/l2_bmm.py"
+# tiles small enough that the micro shape (m 40, n 48) has 3 x 3 tiles: GROUP_M 2 leaves a tail group
+SMALL = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 1}
+
+
+@pytest.fixture(scope="module")
+def compiler(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    return make_compiler(tmp_path_factory.mktemp("kpilot-compile"))
+
+
+@pytest.fixture(scope="module")
+def baseline(compiler):  # type: ignore[no-untyped-def]
+    return build(compiler, BMM)
+
+
+def test_grouped_order_is_correct_and_answers_poor_l2_reuse(tmp_path: Path, compiler, baseline) -> None:
+    cand, got = candidate(BMM, "grouped_order", tmp_path)
+    assert "GROUP_M: tl.constexpr" in got.source and '"GROUP_M": [1, 4, 8, 16]' in got.source
+    out = correct(BMM, cand, SMALL | {"GROUP_M": 2})
+    assert out.passed, out.summary
+    assert "poor_l2_reuse_no_grouped_order" in baseline.patterns
+    built = build(compiler, cand)
+    assert "poor_l2_reuse_no_grouped_order" not in built.patterns
+    assert "min.s32" in built.ptx and "min.s32" not in baseline.ptx  # the group-size clamp
+
+
+def test_k_pipeline_is_correct_and_brings_cp_async(tmp_path: Path, compiler, baseline) -> None:
+    cand, got = candidate(BMM, "k_pipeline", tmp_path, {"stages": 3})
+    assert "tl.range(0, K, BLOCK_K, num_stages=LOOP_STAGES)" in got.source
+    out = correct(BMM, cand, SMALL)
+    assert out.passed, out.summary
+    assert "k_loop_not_pipelined" in baseline.patterns and "cp.async" not in baseline.ptx
+    built = build(compiler, cand)  # the launch keeps num_stages=1: the loop's own stages do it
+    assert "k_loop_not_pipelined" not in built.patterns
+    assert "cp.async" in built.ptx
+
+
+def test_transforms_stack_and_keep_the_comments(tmp_path: Path) -> None:
+    src = (ROOT / BMM).read_text()
+    one = apply(src, "grouped_order")
+    two = apply(one.source, "k_pipeline")  # type: ignore[union-attr]
+    assert not isinstance(two, Refused)
+    assert "# Hopper-sized space (issue #8's exhaustive sweep" in two.source
+    assert '"GROUP_M": 8' in two.source and '"LOOP_STAGES": 3' in two.source
+    again = apply(two.source, "grouped_order")
+    assert isinstance(again, Refused) and "already computes a grouped order" in again.reason
+    assert isinstance(apply(two.source, "k_pipeline"), Refused)
+
+
+def test_grouped_order_refusals_name_what_is_missing() -> None:
+    got = apply((ROOT / "examples/matmul.py").read_text(), "grouped_order")
+    assert isinstance(got, Refused) and "already computes a grouped order" in got.reason
+    got = apply((ROOT / "benchmarks/tasks/l1_gelu.py").read_text(), "grouped_order")
+    assert isinstance(got, Refused) and "pid_m = pid // Q" in got.reason
+    src = (ROOT / BMM).read_text().replace("grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), B)",
+                                           "grid = (triton.cdiv(M * N, BLOCK_M * BLOCK_N) + 1, B)")
+    got = apply(src, "grouped_order")
+    assert isinstance(got, Refused) and "product of the tile counts" in got.reason
+    got = apply((ROOT / BMM).read_text(), "grouped_order", {"group_m": 3})
+    assert isinstance(got, Refused) and "outside its domain" in got.reason
+
+
+def test_k_pipeline_refuses_a_kernel_without_a_loop() -> None:
+    got = apply((ROOT / "benchmarks/tasks/l1_gelu.py").read_text(), "k_pipeline")
+    assert isinstance(got, Refused) and "no `for ... in range(...)` loop" in got.reason
