@@ -52,7 +52,7 @@ def parse_param(text: str) -> tuple[str, Scalar]:
     except json.JSONDecodeError:
         value = raw  # a bare word: a string value such as evict_first
     if not isinstance(value, int | float | str | bool):
-        raise ValueError(f"--param {text!r}: the value must be a number, a word or true/false")
+        raise ValueError(f"--param {text!r}: the value must be a number, a word or true/false")  # noqa: TRY004
     return key, value
 
 
