@@ -24,12 +24,12 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from services.toolrunner.bench_ab import run as bench_ab  # noqa: E402
-from services.toolrunner.tool import ToolFailure  # noqa: E402
-from shared.messages import Scalar  # noqa: E402
-from shared.tools.bench import BenchABInput, BenchSubject  # noqa: E402
-from shared.transforms.base import Refused  # noqa: E402
-from shared.transforms.table import apply  # noqa: E402
+from services.toolrunner.bench_ab import run as bench_ab
+from services.toolrunner.tool import ToolFailure
+from shared.messages import Scalar
+from shared.tools.bench import BenchABInput, BenchSubject
+from shared.transforms.base import Refused
+from shared.transforms.table import apply
 
 
 class Case(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,8 +65,8 @@ CASES = (
 
 def _commit() -> str:
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=False, capture_output=True,
+                             text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown (no git)"
     return out.stdout.strip() or "unknown (no .git in this copy)"
