@@ -12,6 +12,7 @@ import msgspec
 
 from shared.messages import Scalar
 from shared.transforms import (
+    even_k,
     eviction_policy,
     exp2_fold,
     grouped_order,
@@ -23,6 +24,7 @@ from shared.transforms.base import Applied, Refused, Transform, TransformError, 
 TABLE: tuple[Transform, ...] = (
     grouped_order.TRANSFORM,  # GEMM: GROUP_M tile order, L2 reuse of B tiles
     k_pipeline.TRANSFORM,  # GEMM/attention: tl.range(num_stages=) on the K loop -> cp.async prefetch
+    even_k.TRANSFORM,  # GEMM: unmasked interior K tiles, one masked tail tile
     rows_per_program.TRANSFORM,  # row kernels: ROWS rows per program, fewer tiny programs
     exp2_fold.TRANSFORM,  # softmax/attention: exp -> exp2 with log2(e) folded into the scale
     eviction_policy.TRANSFORM,  # streaming loads: evict_first keeps L2 for the data that is reused

@@ -77,3 +77,33 @@ def test_grouped_order_refusals_name_what_is_missing() -> None:
 def test_k_pipeline_refuses_a_kernel_without_a_loop() -> None:
     got = apply((ROOT / "benchmarks/tasks/l1_gelu.py").read_text(), "k_pipeline")
     assert isinstance(got, Refused) and "no `for ... in range(...)` loop" in got.reason
+
+
+def _sliced_bmm() -> str:
+    """l2_bmm with A a K-slice of a 64-aligned buffer: K = 1000 is odd for the mask but every row stride
+    is a multiple of 16 elements (the case of a tensor-parallel shard or a padded activation)."""
+    src = (ROOT / BMM).read_text()
+    src = src.replace(
+        'a = torch.randn(shape["b"], shape["m"], shape["k"], device=device, dtype=dtype)',
+        'kpad = -(-shape["k"] // 64) * 64\n'
+        '    a = torch.randn(shape["b"], shape["m"], kpad, device=device, dtype=dtype)[:, :, : shape["k"]]')
+    src = src.replace('"full": {"b": 64, "m": 1024, "n": 1024, "k": 1024}', '"full": {"b": 8, "m": 1024, "n": 1024, "k": 1000}')
+    assert "kpad" in src and '"k": 1000' in src
+    return src
+
+
+def test_even_k_unmasks_the_interior_and_keeps_a_masked_tail(tmp_path: Path, compiler) -> None:
+    import re
+    task = tmp_path / "sliced_bmm.py"
+    task.write_text(_sliced_bmm())
+    cand, got = candidate(str(task), "even_k", tmp_path, source=task.read_text())
+    assert "for k in range(0, K - K % BLOCK_K, BLOCK_K):" in got.source and "if K % BLOCK_K != 0:" in got.source
+    out = correct(task, cand, SMALL)  # micro k = 32 (no tail), edge k = 1 and 65 (tail only, tail + 4 tiles)
+    assert out.passed, out.summary
+    base, built = build(compiler, task), build(compiler, cand)
+
+    def vec(ptx: str) -> int:
+        return len(re.findall(r"ld\.global(?:\.\w+)*\.v[24]\.", ptx))
+    assert vec(built.ptx) > vec(base.ptx), (vec(base.ptx), vec(built.ptx))
+    again = apply(got.source, "even_k")
+    assert isinstance(again, Refused) and "whose loads mask the tile" in again.reason
