@@ -18,6 +18,7 @@ from shared.transforms import (
     grouped_order,
     k_pipeline,
     rows_per_program,
+    two_stage_reduce,
 )
 from shared.transforms.base import Applied, Refused, Transform, TransformError, TransformSpec
 
@@ -28,6 +29,7 @@ TABLE: tuple[Transform, ...] = (
     rows_per_program.TRANSFORM,  # row kernels: ROWS rows per program, fewer tiny programs
     exp2_fold.TRANSFORM,  # softmax/attention: exp -> exp2 with log2(e) folded into the scale
     eviction_policy.TRANSFORM,  # streaming loads: evict_first keeps L2 for the data that is reused
+    two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum
 )
 BY_NAME: dict[str, Transform] = {t.spec.name: t for t in TABLE}
 
