@@ -12,6 +12,8 @@ import msgspec
 
 from shared.messages import Scalar
 from shared.transforms import (
+    cuda_launch_bounds,
+    cuda_smem_pad,
     even_k,
     eviction_policy,
     exp2_fold,
@@ -30,6 +32,8 @@ TABLE: tuple[Transform, ...] = (
     exp2_fold.TRANSFORM,  # softmax/attention: exp -> exp2 with log2(e) folded into the scale
     eviction_policy.TRANSFORM,  # streaming loads: evict_first keeps L2 for the data that is reused
     two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum
+    cuda_launch_bounds.TRANSFORM,  # CUDA C++: registers allocated for the real block size
+    cuda_smem_pad.TRANSFORM,  # CUDA C++: +1 column on 2-D shared tiles against bank conflicts
 )
 BY_NAME: dict[str, Transform] = {t.spec.name: t for t in TABLE}
 
