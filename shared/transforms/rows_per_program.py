@@ -10,6 +10,8 @@ bound to one in the launching function).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from shared.messages import Scalar
@@ -48,14 +50,31 @@ def _grid_sites(fn: cst.FunctionDef, kernel_name: str) -> list[cst.Tuple]:
     return out
 
 
-def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
+class _Fill(cst.CSTTransformer):
+    """Replaces the `pass` placeholder statement of a loop template with the kernel's statements."""
+
+    def __init__(self, body: list[cst.BaseStatement]) -> None:
+        self.body = body
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                                  ) -> cst.BaseStatement | cst.FlattenSentinel:
+        if len(original.body) == 1 and isinstance(original.body[0], cst.Pass):
+            return cst.FlattenSentinel(self.body)
+        return updated
+
+
+def program_loop(source: str, kernel_name: str, what: str, knob_base: str, value: Scalar, domain: list[Scalar],
+                 loop: Callable[[str, str, str, str], str], grid: Callable[[str, str], str]) -> str:
+    """Wrap the kernel body after `r = tl.program_id(0)` in the loop `loop(sub, r, knob, count)` (its `pass`
+    line = the body), pass the original grid axis 0 as `count`, set grid axis 0 to `grid(axis0, knob)`
+    and add the knob as a tunable constexpr."""
     mod = C.parse(source)
     k = C.kernel(mod, kernel_name)
     kn = k.name.value
     body = k.body
     assert isinstance(body, cst.IndentedBlock)
     if C.collect(k, cst.Return):
-        raise TransformError(f"{kn} returns early; rows_per_program wraps the body in a loop and cannot")
+        raise TransformError(f"{kn} returns early; {what} wraps the body in a loop and cannot")
     ids = [c for c in C.collect(k, cst.Call) if (C.is_tl(c, "program_id") or C.is_tl(c, "num_programs"))
            and _axis0(c)]
     site = None
@@ -69,28 +88,19 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
     if site is None:
         raise TransformError(f"{kn} has no top-level `row = tl.program_id(0)`")
     if len(ids) != 1:
-        raise TransformError(f"{kn} uses the axis-0 program id / count {len(ids)} times; rows_per_program needs "
+        raise TransformError(f"{kn} uses the axis-0 program id / count {len(ids)} times; {what} needs "
                              "exactly the one `row = tl.program_id(0)`")
-    rows = C.constexpr_name(mod, kn, "ROWS")
-    count = C.fresh(mod, "n_rows_total")
-    sub = C.fresh(mod, "row_in_program")
+    knob = C.constexpr_name(mod, kn, knob_base)
+    count = C.fresh(mod, "n_programs_total" if what != "rows_per_program" else "n_rows_total")
+    sub = C.fresh(mod, "program_item" if what != "rows_per_program" else "row_in_program")
     i, r = site
-    loop = cst.parse_statement(
-        f"for {sub} in tl.static_range({rows}):\n"
-        f"    {r} = tl.program_id(0) * {rows} + {sub}\n"
-        f"    if {r} < {count}:\n"
-        f"        pass\n")
-    assert isinstance(loop, cst.For)
-    inner_if = loop.body.body[1]
-    assert isinstance(inner_if, cst.If)
-    rest = list(body.body[i + 1:])
-    inner_if = inner_if.with_changes(body=inner_if.body.with_changes(body=rest))
-    loop = loop.with_changes(body=loop.body.with_changes(body=[loop.body.body[0], inner_if]),
-                             leading_lines=body.body[i].leading_lines)
-    k2 = k.with_changes(body=body.with_changes(body=[*body.body[:i], loop]))
+    template = cst.parse_statement(loop(sub, r, knob, count))
+    filled = template.visit(_Fill(list(body.body[i + 1:])))
+    filled = filled.with_changes(leading_lines=body.body[i].leading_lines)  # type: ignore[union-attr]
+    k2 = k.with_changes(body=body.with_changes(body=[*body.body[:i], filled]))
     k2 = k2.with_changes(params=C._append_param(k2.params, count, None, None))
     mod = mod.deep_replace(k, k2)  # type: ignore[assignment]
-    # launch side: grid axis 0 -> cdiv(axis 0, ROWS), the row count passed as a keyword
+    # launch side: grid axis 0 -> grid(axis 0, knob), the original axis 0 passed as a keyword
     for fn in list(mod.body):
         if not isinstance(fn, cst.FunctionDef) or C.is_jit(fn):
             continue
@@ -101,8 +111,8 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
         for g in sites:
             first = g.elements[0]
             g0 = C.code(first.value)
-            new_g = g.with_changes(elements=[first.with_changes(
-                value=cst.parse_expression(f"triton.cdiv({g0}, {rows})")), *g.elements[1:]])
+            new_g = g.with_changes(elements=[first.with_changes(value=cst.parse_expression(grid(g0, knob))),
+                                             *g.elements[1:]])
             new_fn = new_fn.deep_replace(g, new_g)  # type: ignore[assignment]
             for c in C.collect(new_fn, cst.Call):
                 if isinstance(c.func, cst.Subscript) and C.call_name(c) == kn:
@@ -113,7 +123,17 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
         mod = mod.deep_replace(fn, new_fn)  # type: ignore[assignment]
     if "import triton\n" not in mod.code:
         raise TransformError("the task does not `import triton` (needed for triton.cdiv in the grid)")
-    return C.add_constexpr(mod, kn, rows, params["rows"], SPEC.params[0].domain).code
+    return C.add_constexpr(mod, kn, knob, value, domain).code
+
+
+def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
+    return program_loop(
+        source, kernel_name, "rows_per_program", "ROWS", params["rows"], SPEC.params[0].domain,
+        lambda sub, r, knob, count: (f"for {sub} in tl.static_range({knob}):\n"
+                                     f"    {r} = tl.program_id(0) * {knob} + {sub}\n"
+                                     f"    if {r} < {count}:\n"
+                                     f"        pass\n"),
+        lambda g0, knob: f"triton.cdiv({g0}, {knob})")
 
 
 TRANSFORM = Transform(spec=SPEC, rewrite=rewrite)

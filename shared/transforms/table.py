@@ -19,6 +19,7 @@ from shared.transforms import (
     exp2_fold,
     grouped_order,
     k_pipeline,
+    persistent,
     rows_per_program,
     two_stage_reduce,
 )
@@ -29,6 +30,7 @@ TABLE: tuple[Transform, ...] = (
     k_pipeline.TRANSFORM,  # GEMM/attention: tl.range(num_stages=) on the K loop -> cp.async prefetch
     even_k.TRANSFORM,  # GEMM: unmasked interior K tiles, one masked tail tile
     rows_per_program.TRANSFORM,  # row kernels: ROWS rows per program, fewer tiny programs
+    persistent.TRANSFORM,  # one wave of programs striding over the tiles
     exp2_fold.TRANSFORM,  # softmax/attention: exp -> exp2 with log2(e) folded into the scale
     eviction_policy.TRANSFORM,  # streaming loads: evict_first keeps L2 for the data that is reused
     two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum

@@ -137,3 +137,16 @@ def test_eviction_policy_is_correct_and_shows_in_ptx(tmp_path: Path, compiler) -
     assert "L1::evict_first" in build(compiler, cand).ptx
     again = apply(got.source, "eviction_policy")
     assert isinstance(again, Refused) and "no tl.load without an eviction_policy" in again.reason
+
+
+def test_persistent_programs_stride_over_the_rows(tmp_path: Path) -> None:
+    cand, got = candidate(SOFTMAX, "persistent", tmp_path)
+    assert "for program_item in tl.range(tl.program_id(0), n_programs_total, tl.num_programs(0)):" in got.source
+    assert '"PROGRAMS": [132, 264, 528]' in got.source
+    # 4 programs for 37 rows (a CONFIG override below the H200 domain): every program loops 9-10 times
+    out = correct(SOFTMAX, cand, {"PROGRAMS": 4}, shapes=("micro", "edge:0"))
+    assert out.passed, out.summary
+    grids = launch_grid(LaunchGridInput(task_path=str(cand), shape="full", configs=[{}])).results[0]
+    assert grids.programs == [132]  # 8192 rows on one wave of the H200's SMs
+    got = apply(got.source, "persistent")
+    assert isinstance(got, Refused) and "no top-level `row = tl.program_id(0)`" in got.reason
