@@ -66,6 +66,8 @@ CASES = (
          why="K = 1024: no tail; what dropping the K bound from the interior loads is worth"),
     Case(transform="even_k", task="benchmarks/tasks/l2_matmul_irregular.py",
          why="K = 4001: a 33-wide tail; odd row strides still forbid 16 B loads (PAD_ALIGN's job)"),
+    Case(transform="aligned_copies", task="benchmarks/tasks/l2_matmul_irregular.py", params={"align": 64},
+         why="K = 4001, N = 6007: odd row pitches; the copies are inside the timed call"),
     Case(transform="two_stage_reduce", task="tests/transforms/tasks/atomic_sum.py",
          why="2^26 floats, 262144 programs adding to one fp32 counter"),
     Case(transform="cuda_launch_bounds", task="benchmarks/tasks/l1_transpose_cuda.py", params={"min_blocks": 1},

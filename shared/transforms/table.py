@@ -12,6 +12,7 @@ import msgspec
 
 from shared.messages import Scalar
 from shared.transforms import (
+    aligned_copies,
     cuda_launch_bounds,
     cuda_smem_pad,
     even_k,
@@ -29,6 +30,7 @@ TABLE: tuple[Transform, ...] = (
     grouped_order.TRANSFORM,  # GEMM: GROUP_M tile order, L2 reuse of B tiles
     k_pipeline.TRANSFORM,  # GEMM/attention: tl.range(num_stages=) on the K loop -> cp.async prefetch
     even_k.TRANSFORM,  # GEMM: unmasked interior K tiles, one masked tail tile
+    aligned_copies.TRANSFORM,  # odd leading dimensions: zero-padded copies with an aligned row pitch
     rows_per_program.TRANSFORM,  # row kernels: ROWS rows per program, fewer tiny programs
     persistent.TRANSFORM,  # one wave of programs striding over the tiles
     exp2_fold.TRANSFORM,  # softmax/attention: exp -> exp2 with log2(e) folded into the scale

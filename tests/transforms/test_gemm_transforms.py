@@ -107,3 +107,28 @@ def test_even_k_unmasks_the_interior_and_keeps_a_masked_tail(tmp_path: Path, com
     assert vec(built.ptx) > vec(base.ptx), (vec(base.ptx), vec(built.ptx))
     again = apply(got.source, "even_k")
     assert isinstance(again, Refused) and "whose loads mask the tile" in again.reason
+
+
+IRREGULAR = "benchmarks/tasks/l2_matmul_irregular.py"
+
+
+def test_aligned_copies_then_even_k_vectorise_the_odd_k_gemm(tmp_path: Path, compiler) -> None:
+    import re
+    one = apply((ROOT / IRREGULAR).read_text(), "aligned_copies", {"align": 64})
+    assert not isinstance(one, Refused), one
+    assert "a = aligned_rows(a, 64)" in one.source and "b = aligned_rows(b, 64)" in one.source
+    two = apply(one.source, "even_k")
+    assert not isinstance(two, Refused), two
+    cand = tmp_path / "irregular_aligned_even_k.py"
+    cand.write_text(two.source)
+    out = correct(IRREGULAR, cand, SMALL | {"GROUP_M": 1, "PAD_ALIGN": 0})  # micro 67 x 45 x 51, 3 edges
+    assert out.passed, out.summary
+
+    def vec(ptx: str) -> int:
+        return len(re.findall(r"ld\.global(?:\.\w+)*\.v[24]\.", ptx))
+    base, built = build(compiler, IRREGULAR), build(compiler, cand)
+    assert vec(base.ptx) == 0 and vec(built.ptx) > 0  # A's interior tiles: K-contiguous 16 B loads
+    again = apply(one.source, "aligned_copies")
+    assert isinstance(again, Refused) and "already defines aligned_rows" in again.reason
+    got = apply((ROOT / "benchmarks/tasks/l1_gelu.py").read_text(), "aligned_copies")
+    assert isinstance(got, Refused) and "together with `t.stride(0)`" in got.reason
