@@ -2,7 +2,7 @@
 # Issue 20: every transformation of shared/transforms timed on the H200 on a suite kernel where it
 # applies: the task against its transformed candidate, interleaved ABBA by the toolrunner's bench_ab,
 # full shape, 100 ms per side (benchmarks/transforms_bench.py). Writes $OUT/transforms.json (copy it to
-# benchmarks/results/h200/transforms.json). About 9 cases x (2 compiles + ~1 s timed) = 2-4 min.
+# benchmarks/results/h200/transforms.json). 18 cases x (2 compiles + ~0.5 s timed each side); the JSON is rewritten after every row, so a run cut at 400 s keeps what it measured.
 # Off the GPU it still runs and every row says "not measured: no GPU".
 set -u
 OUT=${OUT:-/tmp/kpilot-out}; mkdir -p "$OUT"
@@ -11,7 +11,7 @@ if [ -d .whl ] && [ -f tests/gpu/device_setup.sh ]; then
 fi
 PY=${PYTHON:-python3}
 COMMIT=${KPILOT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo "unknown (no .git on the device)")}
-timeout 420 "$PY" benchmarks/transforms_bench.py --out "$OUT/transforms.json" --commit "$COMMIT" \
+timeout 400 "$PY" benchmarks/transforms_bench.py --out "$OUT/transforms.json" --commit "$COMMIT" \
     > "$OUT/i20_transforms.log" 2>&1; echo "rc=$?"
 cat "$OUT/i20_transforms.log" | tail -20
 rm -rf "$OUT/fx"
