@@ -2,7 +2,8 @@
 # Issue 20: every transformation of shared/transforms timed on the H200 on a suite kernel where it
 # applies: the task against its transformed candidate, interleaved ABBA by the toolrunner's bench_ab,
 # full shape, 100 ms per side (benchmarks/transforms_bench.py). Writes $OUT/transforms.json (copy it to
-# benchmarks/results/h200/transforms.json). 18 cases x (2 compiles + ~0.5 s timed each side); the JSON is rewritten after every row, so a run cut at 400 s keeps what it measured.
+# benchmarks/results/h200/transforms.json). 18 cases x (2 compiles + ~0.5 s timed per side); the JSON
+# is rewritten after every row, so a run cut at 400 s keeps what it measured.
 # Off the GPU it still runs and every row says "not measured: no GPU".
 set -u
 OUT=${OUT:-/tmp/kpilot-out}; mkdir -p "$OUT"
