@@ -271,5 +271,11 @@ def replace_stmts(block: cst.IndentedBlock, old: cst.BaseStatement, new: list[cs
 
 
 def stmts(text: str) -> list[cst.BaseStatement]:
-    """Statements parsed from `text` (dedented source, one per line or compound)."""
-    return list(cst.parse_module(text).body)
+    """Statements parsed from `text` (dedented source, one per line or compound); comment lines before
+    the first statement stay with it (LibCST would put them in the module header)."""
+    mod = cst.parse_module(text)
+    body = list(mod.body)
+    head = [line for line in mod.header if line.comment is not None]
+    if body and head:
+        body[0] = body[0].with_changes(leading_lines=[*head, *body[0].leading_lines])
+    return body

@@ -22,6 +22,7 @@ from shared.transforms import (
     k_pipeline,
     persistent,
     rows_per_program,
+    split_k,
     two_stage_reduce,
 )
 from shared.transforms.base import Applied, Refused, Transform, TransformError, TransformSpec
@@ -30,6 +31,7 @@ TABLE: tuple[Transform, ...] = (
     grouped_order.TRANSFORM,  # GEMM: GROUP_M tile order, L2 reuse of B tiles
     k_pipeline.TRANSFORM,  # GEMM/attention: tl.range(num_stages=) on the K loop -> cp.async prefetch
     even_k.TRANSFORM,  # GEMM: unmasked interior K tiles, one masked tail tile
+    split_k.TRANSFORM,  # GEMM: SPLIT_K programs per tile, fp32 partials summed in a fixed order
     aligned_copies.TRANSFORM,  # odd leading dimensions: zero-padded copies with an aligned row pitch
     rows_per_program.TRANSFORM,  # row kernels: ROWS rows per program, fewer tiny programs
     persistent.TRANSFORM,  # one wave of programs striding over the tiles

@@ -4,6 +4,7 @@ decomposer's findings for what each answers are gone from the cuda:90 build."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,27 @@ def test_aligned_copies_then_even_k_vectorise_the_odd_k_gemm(tmp_path: Path, com
     assert isinstance(again, Refused) and "already defines aligned_rows" in again.reason
     got = apply((ROOT / "benchmarks/tasks/l1_gelu.py").read_text(), "aligned_copies")
     assert isinstance(got, Refused) and "together with `t.stride(0)`" in got.reason
+
+
+@pytest.mark.parametrize(("task", "config"), [
+    ("examples/matmul.py", {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "num_warps": 1,
+                            "SPLIT_K": 2}),
+    (BMM, SMALL | {"SPLIT_K": 4}),  # grid axis 1 is the batch: the split takes axis 2
+])
+def test_split_k_is_correct_and_deterministic_in_its_second_pass(tmp_path: Path, task: str, config: dict,
+                                                                 compiler) -> None:
+    cand, got = candidate(task, "split_k", tmp_path)
+    assert ".copy_(partials.sum(0))" in got.source and "atomic" not in got.source
+    out = correct(task, cand, config)  # micro K = 80 / 32: uneven slices; edge K = 1: empty slices
+    assert out.passed, out.summary
+    ptx = build(compiler, cand).ptx
+    assert not re.search(r"\b(atom|red)\.global", ptx)
+    again = apply(got.source, "split_k")
+    assert isinstance(again, Refused)
+
+
+def test_split_k_refuses_an_output_it_cannot_partition() -> None:
+    src = (ROOT / "examples/matmul.py").read_text().replace(
+        "c = torch.empty((M, N), device=a.device, dtype=a.dtype)", "c = inputs[0].new_empty((M, N))")
+    got = apply(src, "split_k")
+    assert isinstance(got, Refused) and "not created there by torch.empty/zeros" in got.reason
