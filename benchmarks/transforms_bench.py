@@ -62,6 +62,8 @@ CASES = (
     Case(transform="exp2_fold", task="benchmarks/tasks/l1_row_softmax.py"),
     Case(transform="exp2_fold", task="benchmarks/tasks/l1_cross_entropy.py",
          why="CHUNK_MAX=0 path: two tl.exp per logit"),
+    Case(transform="split_k", task="benchmarks/tasks/l2_matmul_tall_skinny.py", params={"split": 4},
+         why="M 65536 x N 128 x K 4096 at the task's start config"),
     Case(transform="even_k", task="benchmarks/tasks/l2_bmm.py",
          config={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
          why="K = 1024: no tail; what dropping the K bound from the interior loads is worth"),

@@ -77,6 +77,17 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
     if len(out_params) != 1:
         raise TransformError(f"{kn}: the store's pointer must come from one *_ptr parameter (found {out_params})")
     out_param = out_params[0]
+    accs = {t.target.value for a in C.collect(loop.body, cst.Assign) if any(C.is_tl(c, "dot") for c in
+            C.collect(a.value, cst.Call)) for t in a.targets if isinstance(t.target, cst.Name)}
+
+    def is_acc(e: cst.BaseExpression) -> bool:  # acc, or acc.to(dtype): a sum of partials equals it
+        if isinstance(e, cst.Name):
+            return e.value in accs or (e.value in defs and e.value not in accs and is_acc(defs[e.value]))
+        return (isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "to"
+                and is_acc(e.func.value))
+    if len(stores[0].args) < 2 or not is_acc(stores[0].args[1].value):
+        raise TransformError(f"{kn} stores more than the dot accumulator (an epilogue such as a bias or an "
+                             "activation does not distribute over a split-K sum)")
     axis_ids = {C.code(c.args[0].value) for c in C.collect(k, cst.Call)
                 if (C.is_tl(c, "program_id") or C.is_tl(c, "num_programs")) and c.args}
     axis = "1" if "1" not in axis_ids else "2" if "2" not in axis_ids else None

@@ -157,3 +157,5 @@ def test_split_k_refuses_an_output_it_cannot_partition() -> None:
         "c = torch.empty((M, N), device=a.device, dtype=a.dtype)", "c = inputs[0].new_empty((M, N))")
     got = apply(src, "split_k")
     assert isinstance(got, Refused) and "not created there by torch.empty/zeros" in got.reason
+    got = apply((ROOT / "benchmarks/tasks/l2_matmul_bias_gelu.py").read_text(), "split_k")
+    assert isinstance(got, Refused) and "does not distribute over a split-K sum" in got.reason
