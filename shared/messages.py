@@ -210,7 +210,7 @@ class CancelRequest(Message, tag="cancel_request"):
 
 
 ChangeKind = Literal["set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg", "set_grid",
-                     "add_hint", "source_edit"]
+                     "add_hint", "source_edit", "transform"]
 
 
 class ChangeDescription(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -225,6 +225,11 @@ class ChangeDescription(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
     # add_hint only: "multiple_of" / "max_contiguous" (search = the variable, value = the argument) or
     # "eviction_policy" (value = "evict_first" | "evict_last" | "evict_normal"), at the `target` line.
     hint: Literal["", "multiple_of", "max_contiguous", "eviction_policy"] = ""
+    # transform only: a row of the transformation table (`kpilot transforms`; shared/transforms/table.py)
+    # and its parameters (each within its domain; a missing one takes its default). `target` = the
+    # kernel to rewrite ("" = the task's primary kernel).
+    transform: str = ""
+    params: dict[str, Scalar] = {}
 
 
 class Candidate(Message, tag="candidate"):

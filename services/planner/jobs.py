@@ -303,6 +303,15 @@ def best_config(s: JobState, start: dict[str, Scalar]) -> dict[str, Scalar]:
     return dict(s.candidates[s.best_candidate_id].attempt.config)
 
 
+def analysis_path(s: JobState) -> str:
+    """What the decomposer reads for the next round: the best candidate's file once it carries a source
+    transformation (its findings, not the original's, say what is left to fix), else the task copy."""
+    best = s.candidates.get(s.best_candidate_id) if s.best_candidate_id else None
+    if best and best.candidate.candidate_path and any(c.change == "transform" for c in best.attempt.changes):
+        return best.candidate.candidate_path
+    return s.base_path
+
+
 def changes_of(s: JobState, candidate_id: str | None) -> list[ChangeDescription]:
     return list(s.candidates[candidate_id].attempt.changes) if candidate_id in s.candidates else []
 

@@ -196,7 +196,7 @@ class Planner:
     async def _round(self, s: jobs.JobState) -> None:
         s.status = "planning"
         task = read_task(s.base_path, Path(s.base_path).read_text())
-        decomposition = await self.io.analyze(s.base_path, jobs.best_config(s, task.config))
+        decomposition = await self.io.analyze(jobs.analysis_path(s), jobs.best_config(s, task.config))
         ctx = build_context(task, s.kernel, decomposition, self.triples.get(s.job_id), jobs.attempts(s))
         ctx.rejected = [n for n in s.notes if n.startswith("rejected")][-6:]
         ctx.programs = await self._launch_programs(task)

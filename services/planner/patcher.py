@@ -21,6 +21,8 @@ from pathlib import Path
 import msgspec
 
 from shared.messages import ChangeDescription, Scalar
+from shared.transforms.base import Refused
+from shared.transforms.table import apply as apply_transform
 
 CONFIG_ONLY = ("set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg")
 LAUNCH_KEYS = {"set_num_warps": "num_warps", "set_num_stages": "num_stages", "set_maxnreg": "maxnreg"}
@@ -402,7 +404,44 @@ def _set_grid(src: TaskSource, i: int, ch: ChangeDescription) -> _Span | PatchEr
 def apply_changes(
     source: str, changes: list[ChangeDescription], filename: str = "task.py"
 ) -> tuple[str, dict[str, Scalar]] | PatchRejected:
-    """The patched source and its CONFIG, or every reason the changes do not apply."""
+    """The patched source and its CONFIG, or every reason the changes do not apply.
+
+    Changes apply in list order: a `transform` rewrites the whole current source (shared/transforms/);
+    the other changes between two transforms resolve against the source as it is at their place, as
+    spans. So a stacked job (best changes + a new transform + config) replays exactly."""
+    if not any(ch.change == "transform" for ch in changes):
+        return _apply_spans(source, changes, filename)
+    text = source
+    batch: list[int] = []
+
+    def flush() -> tuple[str, dict[str, Scalar]] | PatchRejected:
+        got = _apply_spans(text, [changes[j] for j in batch], filename)
+        if isinstance(got, PatchRejected):  # indices of the batch -> indices of the whole list
+            return PatchRejected(errors=[msgspec.structs.replace(
+                e, change_index=batch[e.change_index] if 0 <= e.change_index < len(batch) else e.change_index)
+                for e in got.errors])
+        return got
+
+    for i, ch in enumerate(changes):
+        if ch.change != "transform":
+            batch.append(i)
+            continue
+        if batch:
+            got = flush()
+            if isinstance(got, PatchRejected):
+                return got
+            text, batch = got[0], []
+        done = apply_transform(text, ch.transform, dict(ch.params), ch.target, filename)
+        if isinstance(done, Refused):
+            return PatchRejected(errors=[PatchError(change_index=i, change="transform",
+                                                    reason=f"{ch.transform}: {done.reason}")])
+        text = done.source
+    return flush()
+
+
+def _apply_spans(
+    source: str, changes: list[ChangeDescription], filename: str = "task.py"
+) -> tuple[str, dict[str, Scalar]] | PatchRejected:
     try:
         src = TaskSource(source, filename)
     except SyntaxError as e:

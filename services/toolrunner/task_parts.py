@@ -315,7 +315,8 @@ def _cuda(module: ModuleType, problems: list[str]) -> list[KernelInfo]:
     if not isinstance(name, str) or not _IDENT.match(name):
         problems.append(_bad("KERNEL_NAME", "missing" if name is None else f"{name!r} is not an identifier"))
         return []
-    if isinstance(src, str) and not re.search(rf"__global__[^(]*\b{re.escape(name)}\s*\(", src):
+    # `__global__ void __launch_bounds__(256, 1) name(` has parentheses before the name: skip them
+    if isinstance(src, str) and not re.search(rf"__global__(?:[^(]|\([^)]*\))*?\b{re.escape(name)}\s*\(", src):
         problems.append(_bad("KERNEL_NAME", f"no __global__ function {name!r} in CUDA_SOURCE"))
     return [KernelInfo(name=name)]
 

@@ -20,7 +20,8 @@ MemorySpace = Literal["global", "shared", "register", "tensor_core", "local"]
 Precision = Literal["exact", "allow_tf32"]
 # Mirrors shared.messages.ChangeKind: the change-description kinds a finding says would address it.
 Transformation = Literal[
-    "set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg", "set_grid", "add_hint", "source_edit"
+    "set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg", "set_grid", "add_hint", "source_edit",
+    "transform",
 ]
 
 

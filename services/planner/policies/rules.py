@@ -8,6 +8,7 @@ left to the llm policy, and the analysis says so).
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -15,11 +16,15 @@ from pathlib import Path
 import msgspec
 
 from services.planner.context import PlannerContext, TaskView
-from services.planner.patcher import parse_anchor
+from services.planner.patcher import PatchRejected, TaskSource, apply_changes, parse_anchor
 from services.planner.policies.base import CandidatePlan, Plan
 from services.planner.search import Problem, SearchOptions, config_key, int_dims, next_configs
 from shared.messages import ChangeDescription, Scalar
 from shared.tools.decompose import Finding
+from shared.transforms.base import Refused, TransformSpec
+from shared.transforms.space import derive_space
+from shared.transforms.table import answering
+from shared.transforms.table import apply as apply_transform
 
 Rule = Callable[[PlannerContext, Finding, list[str]], list[ChangeDescription] | None]
 _CONFIG_CHANGE = {"num_warps": "set_num_warps", "num_stages": "set_num_stages", "maxnreg": "set_maxnreg"}
@@ -127,16 +132,71 @@ def other_shapes(task: TaskView) -> list[dict[str, int]]:
     return [int_dims(s) for s in raw if s]
 
 
+class Parent(msgspec.Struct, kw_only=True):
+    """The source this round builds on: the task with the best candidate's transforms applied, its CONFIG
+    (with the best config on top) and SPACE (the task's, or derived when it has none)."""
+
+    source: str
+    start: dict[str, Scalar]  # CONFIG of the parent source as written (what config changes are relative to)
+    config: dict[str, Scalar]
+    space: dict[str, list[Scalar]]
+    derived: bool = False
+
+
+def parent_of(ctx: PlannerContext) -> Parent:
+    source = ctx.task.source
+    if _transforms_of(ctx.best_changes):
+        got = apply_changes(source, ctx.best_changes, Path(ctx.task.path).name)
+        if not isinstance(got, PatchRejected):
+            source = got[0]
+    ts = TaskSource(source, ctx.task.path) if source else None
+    start = dict((ts.literal("CONFIG") if ts else None) or ctx.task.config)
+    space = dict((ts.literal("SPACE") if ts else None) or {})
+    derived = not space and bool(start)
+    if derived:
+        space = derive_space(start, _constexprs(ts))
+    config = {k: v for k, v in (start | dict(ctx.best_config)).items() if k in start}
+    return Parent(source=source, start=start, config=config, space=space, derived=derived)
+
+
+def _constexprs(ts: TaskSource | None) -> list[str]:
+    if ts is None:
+        return []
+    out = []
+    for fn in ts.tree.body:
+        if isinstance(fn, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in fn.decorator_list):
+            out += [a.arg for a in fn.args.args if a.annotation is not None and "constexpr" in ast.unparse(
+                a.annotation)]
+    return out
+
+
+def _transforms_of(changes: list[ChangeDescription]) -> list[str]:
+    return [c.transform for c in changes if c.change == "transform"]
+
+
+def transform_changes(spec: TransformSpec, finding: str) -> list[ChangeDescription]:
+    """One change per value of the parameters the config search cannot tune (no constexpr); constexpr
+    parameters start at their default and are tuned afterwards through the candidate's SPACE."""
+    free = [p for p in spec.params if not p.constexpr]
+    combos: list[dict[str, Scalar]] = [{}]
+    for p in free:
+        combos = [c | {p.name: v} for c in combos for v in p.domain]
+    return [ChangeDescription(change="transform", transform=spec.name, params=c,
+                              rationale=f"{finding}: transformation {spec.name} ({spec.summary})")
+            for c in combos]
+
+
 class RulesPolicy:
     name = "rules"
 
     def __init__(self, options: SearchOptions | None = None) -> None:
         self.options = options or SearchOptions()
 
-    def problem(self, ctx: PlannerContext) -> Problem:
+    def problem(self, ctx: PlannerContext, parent: Parent | None = None) -> Problem:
+        parent = parent or parent_of(ctx)
         return Problem(
-            config=dict(ctx.task.config),
-            space=dict(ctx.task.space),
+            config=dict(parent.config),
+            space=dict(parent.space),
             full_shape=dict(ctx.task.shapes.get("full", {})),
             other_shapes=other_shapes(ctx.task),
             dtype=ctx.task.dtype,
@@ -148,13 +208,39 @@ class RulesPolicy:
     async def propose(self, ctx: PlannerContext) -> Plan:
         return self.plan(ctx)
 
+    def _transforms(self, ctx: PlannerContext, parent: Parent, tried: set[tuple], notes: list[str],
+                    ) -> list[CandidatePlan]:
+        """For each finding, the table's transformations that answer it and apply to the parent (stacked
+        on the best candidate's changes, with the best config carried over)."""
+        out: list[CandidatePlan] = []
+        seen: set[str] = set(_transforms_of(ctx.best_changes))
+        carry = config_changes(parent.start, parent.config)
+        for f in ctx.findings:
+            for spec in answering(f.pattern):
+                if spec.name in seen:
+                    continue
+                seen.add(spec.name)
+                for ch in transform_changes(spec, f.pattern):
+                    got = apply_transform(parent.source, spec.name, dict(ch.params))
+                    if isinstance(got, Refused):
+                        notes.append(f"{f.pattern}: {spec.name} refused: {got.reason}"[:200])
+                        break
+                    full = ctx.best_changes + [ch]
+                    if tuple(msgspec_key(c) for c in full) in tried:
+                        continue
+                    out.append(CandidatePlan(changes=full + carry,
+                                             rationale=f"{f.pattern} @ {', '.join(f.locations[:2])}: {spec.name}"))
+        return out
+
     def plan(self, ctx: PlannerContext) -> Plan:
         notes: list[str] = []
         candidates: list[CandidatePlan] = []
         tried_sources = {
             tuple(msgspec_key(c) for c in a.changes if c.change not in _CONFIG_KINDS) for a in ctx.attempts
         }
-        src = _source_lines(ctx)
+        parent = parent_of(ctx)
+        src = parent.source.splitlines()
+        candidates += self._transforms(ctx, parent, tried_sources, notes)
         for f in ctx.findings:
             rule = RULES.get(f.pattern)
             if rule is None:
@@ -170,15 +256,20 @@ class RulesPolicy:
                 continue
             candidates.append(
                 CandidatePlan(
-                    changes=full + config_changes(ctx.task.config, ctx.best_config),
+                    changes=full + config_changes(parent.start, parent.config),
                     rationale=f"{f.pattern} @ {', '.join(f.locations[:2])}",
                 )
             )
-        history = [(a.config, a.score if a.status == "pass" else None) for a in ctx.attempts]
-        if not any(config_key(c) == config_key(ctx.task.config) for c, _ in history):
-            history.append((dict(ctx.task.config), None))  # the start is never re-proposed
-        p = self.problem(ctx)
-        configs = next_configs(p, history, self.options) if ctx.task.space else []
+        # configs of the current parent's source only: a config measured on another source (before a
+        # transform added its knob) is not a point of this search
+        history = [(a.config, a.score if a.status == "pass" else None) for a in ctx.attempts
+                   if _transforms_of(a.changes) == _transforms_of(ctx.best_changes)]
+        if not any(config_key(c) == config_key(parent.config) for c, _ in history):
+            history.append((dict(parent.config), None))  # the start is never re-proposed
+        p = self.problem(ctx, parent)
+        if parent.derived:
+            notes.append(f"no SPACE in the task: searching one derived from CONFIG ({', '.join(parent.space)})")
+        configs = next_configs(p, history, self.options) if parent.space else []
         # The search answers the findings a config change can fix; say which, with their line references,
         # so the evidence chain links each config candidate to its diagnosis.
         addressed = [f"{f.pattern} @ {', '.join(Path(x).name for x in f.locations[:2])}" for f in ctx.findings
@@ -187,7 +278,7 @@ class RulesPolicy:
             why = "seed" if not _scored(history) else "neighbour of the best"
             rationale = f"config search ({why})" + (f" for {'; '.join(addressed)}" if addressed else "")
             changes = [msgspec.structs.replace(c, rationale=c.rationale or rationale)
-                       for c in config_changes(ctx.task.config, cfg)]
+                       for c in config_changes(parent.start, cfg)]
             candidates.append(CandidatePlan(changes=ctx.best_changes + changes, rationale=rationale))
         measured = sum(1 for _, v in history if v is not None)
         analysis = (
@@ -201,12 +292,9 @@ _CONFIG_KINDS = ("set_constexpr", "set_num_warps", "set_num_stages", "set_maxnre
 
 
 def msgspec_key(c: ChangeDescription) -> tuple:
-    return (c.change, c.target, c.value, c.search, c.replace, c.hint)
+    return (c.change, c.target, c.value, c.search, c.replace, c.hint, c.transform, tuple(sorted(c.params.items())))
 
 
 def _scored(history: list[tuple[dict, float | None]]) -> bool:
     return any(v is not None for _, v in history)
 
-
-def _source_lines(ctx: PlannerContext) -> list[str]:
-    return ctx.task.source.splitlines()

@@ -1,0 +1,90 @@
+"""The rules policy proposes the transformation table's rewrites for the decomposer's findings, stacks
+them on the best candidate, tunes their parameters with the config, and searches a SPACE derived from
+CONFIG when a task brings none. The candidates go through the real patcher."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.planner.context import Attempt, PlannerContext, read_task
+from services.planner.patcher import PatchRejected, apply_changes
+from services.planner.policies.rules import RulesPolicy, parent_of
+from shared.messages import ChangeDescription
+from shared.tools.decompose import Finding
+
+ROOT = Path(__file__).resolve().parents[2]
+BMM = ROOT / "benchmarks/tasks/l2_bmm.py"
+
+
+def _finding(pattern: str, line: int = 46) -> Finding:
+    return Finding(pattern=pattern, severity="high", score=0.5, locations=[f"l2_bmm.py:{line}"])
+
+
+def _ctx(source: str, findings: list[Finding], **kw: object) -> PlannerContext:
+    return PlannerContext(kernel="bmm_kernel", kernel_class="gemm", task=read_task(str(BMM), source),
+                          has_dot=True, findings=findings, **kw)  # type: ignore[arg-type]
+
+
+def _transforms(changes: list[ChangeDescription]) -> list[str]:
+    return [c.transform for c in changes if c.change == "transform"]
+
+
+def test_each_finding_gets_the_transformations_that_answer_it() -> None:
+    src = BMM.read_text()
+    plan = RulesPolicy().plan(_ctx(src, [_finding("k_loop_not_pipelined"),
+                                         _finding("poor_l2_reuse_no_grouped_order", 38)]))
+    proposed = [_transforms(c.changes) for c in plan.candidates if _transforms(c.changes)]
+    assert ["k_pipeline"] in proposed and ["grouped_order"] in proposed
+    for c in plan.candidates:
+        got = apply_changes(src, c.changes)
+        assert not isinstance(got, PatchRejected), got.summary()
+    grouped = next(c for c in plan.candidates if _transforms(c.changes) == ["grouped_order"])
+    assert "poor_l2_reuse_no_grouped_order @ l2_bmm.py:38: grouped_order" == grouped.rationale
+
+
+def test_a_refused_transformation_is_noted_not_proposed() -> None:
+    src = (ROOT / "examples/matmul.py").read_text()  # already grouped
+    ctx = PlannerContext(kernel="matmul_kernel", kernel_class="gemm",
+                         task=read_task(str(ROOT / "examples/matmul.py"), src), has_dot=True,
+                         findings=[_finding("poor_l2_reuse_no_grouped_order")])
+    plan = RulesPolicy().plan(ctx)
+    assert not any(_transforms(c.changes) for c in plan.candidates)
+    assert "grouped_order refused: matmul_kernel already computes a grouped order" in plan.analysis
+
+
+def test_transformations_stack_and_their_knob_joins_the_config_search() -> None:
+    src = BMM.read_text()
+    best = [ChangeDescription(change="transform", transform="grouped_order")]
+    cfg = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3, "GROUP_M": 8}
+    attempts = [Attempt(candidate_id="c1", version=1, config=cfg, status="pass", score=2.0,
+                        changes=[*best, ChangeDescription(change="set_constexpr", target="BLOCK_M", value=128)])]
+    ctx = _ctx(src, [_finding("k_loop_not_pipelined")], attempts=attempts, best_config=cfg, best_changes=best)
+    parent = parent_of(ctx)
+    assert parent.space["GROUP_M"] == [1, 4, 8, 16] and parent.config["GROUP_M"] == 8
+    plan = RulesPolicy().plan(ctx)
+    stacked = [c for c in plan.candidates if _transforms(c.changes) == ["grouped_order", "k_pipeline"]]
+    assert stacked, plan.analysis
+    text, config = apply_changes(src, stacked[0].changes)  # type: ignore[misc]
+    assert config["BLOCK_M"] == 128 and config["GROUP_M"] == 8 and config["LOOP_STAGES"] == 3
+    assert "tl.range(0, K, BLOCK_K, num_stages=LOOP_STAGES)" in text and "group_size = min(" in text
+    # the config search moves GROUP_M like any knob of the parent's SPACE
+    searched = [c for c in plan.candidates if _transforms(c.changes) == ["grouped_order"]]
+    moved = {ch.target for c in searched for ch in c.changes if ch.change == "set_constexpr"}
+    assert "GROUP_M" in moved, [c.changes for c in searched]
+    for c in searched:
+        assert not isinstance(apply_changes(src, c.changes), PatchRejected)
+
+
+def test_a_task_without_space_is_searched_over_a_derived_one() -> None:
+    lines = BMM.read_text().split("\n")
+    start = lines.index("SPACE = {")
+    end = lines.index("}", start)
+    src = "\n".join(lines[:start] + lines[end + 1:])
+    ctx = _ctx(src, [])
+    assert ctx.task.space == {}
+    plan = RulesPolicy().plan(ctx)
+    assert "no SPACE in the task: searching one derived from CONFIG" in plan.analysis
+    configs = [c for c in plan.candidates if c.changes]
+    assert configs
+    for c in configs:
+        assert not isinstance(apply_changes(src, c.changes), PatchRejected)
