@@ -157,7 +157,8 @@ def run(run_file: RunFile, out: Path, commit: str, *, root: Path = ROOT) -> Ledg
     base_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), str(root), base_env.get("PYTHONPATH")) if p)
     base_env["PATH"] = f"{site / 'bin'}{os.pathsep}{base_env.get('PATH', '')}"
     base_env.update({"PYTHONUNBUFFERED": "1", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-                     "KPILOT_RUN_ID": run_file.id, "KPILOT_RUN_COMMIT": commit})
+                     "KPILOT_RUN_ID": run_file.id, "KPILOT_RUN_COMMIT": commit,
+                     "KPILOT_COMMIT": commit})  # the name the bench scripts read when there is no .git
     ledger.env.update(_probe_env())
     base_env.update({"KPILOT_RUN_DEVICE": ledger.env["device"], "KPILOT_RUN_DRIVER": ledger.env["driver"]})
     steps_dir = out / "steps"

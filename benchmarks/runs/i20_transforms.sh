@@ -7,8 +7,8 @@
 # Off the GPU it still runs and every row says "not measured: no GPU".
 set -u
 OUT=${OUT:-/tmp/kpilot-out}; mkdir -p "$OUT"
-if [ -d .whl ] && [ -f tests/gpu/device_setup.sh ]; then
-    source tests/gpu/device_setup.sh || exit 3  # carried wheels (libcst among them) + env.txt
+if [ -d .whl ] && [ -f benchmarks/runs/device_env.sh ]; then
+    source benchmarks/runs/device_env.sh || exit 3  # carried wheels (libcst among them) + env.txt
 fi
 PY=${PYTHON:-python3}
 COMMIT=${KPILOT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo "unknown (no .git on the device)")}
