@@ -28,6 +28,7 @@ class StackState(msgspec.Struct):
     nats_pid: int
     services: dict[str, int]
     log_dir: str
+    llm_pid: int = 0  # the local model server `up --llm` started (0: none)
 
 
 def state_file(state_dir: Path, port: int) -> Path:
@@ -67,7 +68,8 @@ async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float) ->
 
 
 def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
-       services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None) -> int:
+       services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None,
+       llm_port: int | None = None) -> int:
     state_dir = state_dir.resolve()
     path = state_file(state_dir, port)
     if path.exists():
@@ -104,15 +106,28 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
     log_dir = state_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     pids: dict[str, int] = {}
+    llm_env: dict[str, str] = {}
+    llm_pid = 0
+    if llm_port is not None:  # the local model server first: the planner starts pointed at it
+        from services.kpilot import llm_server
+        try:
+            srv = llm_server.start(log_dir / f"llm-{port}.log", llm_port)
+        except ValueError as e:
+            server.stop()
+            print(f"kpilot up --llm: {e}", file=sys.stderr)
+            return 1
+        llm_env, llm_pid = srv.env(), srv.pid
+        print(f"kpilot: llama.cpp server on {srv.url} ({srv.model.alias}, sha256 {srv.model.sha256[:12]})")
     for name in services:
         log = open(log_dir / f"{name}-{port}.log", "ab")  # noqa: SIM115 - the child keeps writing it
         extra = ["--period", f"{telemetry_period_s:g}"] if name == "telemetry" and telemetry_period_s else []
         proc = subprocess.Popen([sys.executable, "-m", f"services.{name}", "--nats", server.url(name), *extra],
                                 cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=os.environ | {"KPILOT_STATE": str(state_dir)})
+                                start_new_session=True,
+                                env=os.environ | {"KPILOT_STATE": str(state_dir)} | llm_env)
         log.close()
         pids[name] = proc.pid
-    st = StackState(port=port, nats_pid=server.proc.pid, services=pids, log_dir=str(log_dir))
+    st = StackState(port=port, nats_pid=server.proc.pid, services=pids, log_dir=str(log_dir), llm_pid=llm_pid)
     path.write_bytes(msgspec.json.encode(st))
     healthy = asyncio.run(wait_healthy(operator, services, timeout_s))
     missing = [n for n in services if n not in healthy]
@@ -164,6 +179,8 @@ def down(state_dir: Path, port: int) -> int:
     for pid in st.services.values():  # services first, so they drain while NATS is still there
         _terminate(pid, 10.0)
     _terminate(st.nats_pid, 10.0)
+    if st.llm_pid:
+        _terminate(st.llm_pid, 10.0)
     path.unlink()
     print(f"kpilot: stopped {len(st.services)} services and NATS on port {port}")
     return 0

@@ -1,0 +1,160 @@
+"""What the LLM may answer: the change kinds offered for one context, as records, and the answer schema
+built from them.
+
+An `Offer` is one change the model may pick: a config key with its SPACE domain, a named transformation
+with its parameter domains, or the free source edit. The schema (`answer_schema`) is small on purpose, so
+that a 135M model under constrained decoding still fits it: enums for change kinds, constexpr names from
+SPACE, values from their domains, bounded strings and lists. Every answer it admits decodes as a `Plan`.
+
+Transformation entries come from outside (the transformation table, as records): `offers_for(ctx,
+transforms)` takes them as `Offer(kind="transform", target=<name>, params={<param>: <domain>})` and
+offers them only when `shared.messages.ChangeKind` accepts the `transform` kind.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from services.planner.context import PlannerContext
+from shared.messages import ChangeKind, Scalar
+
+LAUNCH_KINDS = {"num_warps": "set_num_warps", "num_stages": "set_num_stages", "maxnreg": "set_maxnreg"}
+# Bounds of the answer. 3 candidates x 4 changes covers every plan the rules policy makes (it proposes at
+# most 3 configs a round); 240/160 characters hold a sentence of analysis and rationale, and the caps keep
+# a small model from writing until max_tokens inside a string.
+MAX_CANDIDATES = 3
+MAX_CHANGES = 4
+ANALYSIS_CHARS = 240
+RATIONALE_CHARS = 160
+SEARCH_CHARS = 200
+REPLACE_CHARS = 400
+
+
+class Offer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One change the model may propose."""
+
+    kind: str  # a ChangeKind: "set_constexpr", "set_num_warps", ..., "source_edit", "transform"
+    target: str = ""  # the constexpr or transformation name ("" for kinds without one)
+    values: list[Scalar] = []  # the domain of `value` ([] = not a value change)
+    params: dict[str, list[Scalar]] = {}  # transformation parameters and their domains
+    current: Scalar | None = None  # the value in the task's CONFIG, shown in the prompt
+    description: str = ""
+
+
+def accepted_kinds() -> frozenset[str]:
+    """The change kinds a ChangeDescription decodes (the patcher's vocabulary)."""
+    return frozenset(typing.get_args(ChangeKind))
+
+
+def offers_for(
+    ctx: PlannerContext,
+    transforms: Iterable[Offer] = (),
+    *,
+    kinds: frozenset[str] | None = None,
+    source_edits: bool = True,
+) -> list[Offer]:
+    """Config keys of SPACE with their domains, the given transformations (when `transform` is a kind the
+    messages accept), then the free source edit."""
+    kinds = accepted_kinds() if kinds is None else kinds
+    out: list[Offer] = []
+    for key, domain in ctx.task.space.items():
+        kind = LAUNCH_KINDS.get(key, "set_constexpr")
+        if kind not in kinds or not domain:
+            continue
+        out.append(
+            Offer(
+                kind=kind,
+                target=key if kind == "set_constexpr" else "",
+                values=list(domain),
+                current=ctx.task.config.get(key),
+            )
+        )
+    if "transform" in kinds:
+        out += [t for t in transforms if t.kind == "transform"]
+    if source_edits and "source_edit" in kinds:
+        out.append(
+            Offer(
+                kind="source_edit",
+                description="target = line 'L<n>' of the task file, search = exact text starting within "
+                "12 lines of it, replace = the new text",
+            )
+        )
+    return out
+
+
+def _branch(o: Offer) -> dict[str, Any]:
+    props: dict[str, Any] = {"change": {"const": o.kind}}
+    if o.kind == "source_edit":
+        props |= {
+            "target": {"type": "string", "pattern": "^L[0-9]{1,4}$"},
+            "search": {"type": "string", "minLength": 1, "maxLength": SEARCH_CHARS},
+            "replace": {"type": "string", "maxLength": REPLACE_CHARS},
+        }
+    elif o.kind == "transform":
+        props["target"] = {"const": o.target}
+        props["params"] = {
+            "type": "object",
+            "properties": {p: {"enum": list(d)} for p, d in o.params.items()},
+            "required": list(o.params),
+            "additionalProperties": False,
+        }
+    else:
+        if o.target:
+            props["target"] = {"const": o.target}
+        props["value"] = {"enum": list(o.values)}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def answer_schema(offers: Sequence[Offer]) -> dict[str, Any]:
+    """The Plan subset a model answers in, for these offers (JSON Schema, draft 2020-12 subset that
+    llama.cpp's grammar converter, ollama's `format` and OpenAI's strict mode all take)."""
+    if not offers:
+        raise ValueError("no change kinds to offer: the task has no SPACE and source edits are off")
+    candidate = {
+        "type": "object",
+        "properties": {
+            "changes": {
+                "type": "array",
+                "items": {"anyOf": [_branch(o) for o in offers]},
+                "minItems": 1,
+                "maxItems": MAX_CHANGES,
+            },
+            "rationale": {"type": "string", "maxLength": RATIONALE_CHARS},
+        },
+        "required": ["changes", "rationale"],
+        "additionalProperties": False,
+    }
+    return {
+        "title": "Plan",
+        "type": "object",
+        "properties": {
+            "analysis": {"type": "string", "maxLength": ANALYSIS_CHARS},
+            "candidates": {"type": "array", "items": candidate, "minItems": 1, "maxItems": MAX_CANDIDATES},
+        },
+        "required": ["analysis", "candidates"],
+        "additionalProperties": False,
+    }
+
+
+def _show(values: Sequence[Scalar]) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"
+
+
+def render_offers(offers: Sequence[Offer]) -> str:
+    """The offers as prompt lines, one per change."""
+    lines = ["changes you may propose (each candidate is 1-4 of these):"]
+    for o in offers:
+        if o.kind == "source_edit":
+            lines.append(f"  source_edit: {o.description}")
+        elif o.kind == "transform":
+            ps = ", ".join(f"{p} in {_show(d)}" for p, d in o.params.items())
+            lines.append(f"  transform {o.target}({ps}){': ' + o.description if o.description else ''}")
+        else:
+            name = f"{o.kind} {o.target}" if o.target else o.kind
+            now = f" (now {o.current})" if o.current is not None else ""
+            lines.append(f"  {name} value in {_show(o.values)}{now}")
+    return "\n".join(lines)
