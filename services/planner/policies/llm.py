@@ -27,7 +27,7 @@ from services.planner.policies.llm_clients import (
     OllamaChat,
     OpenAIChat,
 )
-from services.planner.policies.llm_offer import Offer, answer_schema, offers_for, render_offers
+from services.planner.policies.llm_offer import Offer, answer_schema, offers_for, render_offers, render_source
 from shared.messages import LlmUsage
 from shared.tools.compile import CompileInput
 from shared.tools.inspect import PtxasInfoInput, SassInput
@@ -146,7 +146,10 @@ class LlmPolicy:
     def messages(self, ctx: PlannerContext, offers: Sequence[Offer]) -> list[dict[str, Any]]:
         return [
             {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": render(ctx) + "\n" + render_offers(offers)},
+            {
+                "role": "user",
+                "content": "\n".join(x for x in (render(ctx), render_source(ctx), render_offers(offers)) if x),
+            },
         ]
 
     async def propose(self, ctx: PlannerContext) -> Plan:

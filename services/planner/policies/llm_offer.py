@@ -158,3 +158,39 @@ def render_offers(offers: Sequence[Offer]) -> str:
             now = f" (now {o.current})" if o.current is not None else ""
             lines.append(f"  {name} value in {_show(o.values)}{now}")
     return "\n".join(lines)
+
+
+SOURCE_LINES = 60  # the kernel's text shown to the model; the suite's largest Triton kernel has ~70 lines
+WINDOW = 4  # lines each side of a finding's line when the kernel is longer than SOURCE_LINES
+
+
+def render_source(ctx: PlannerContext, max_lines: int = SOURCE_LINES) -> str:
+    """The kernel's lines as `L<n>| text`, so a source_edit can name a line and quote its text exactly:
+    the whole kernel when it fits, else windows around the findings' lines."""
+    import ast
+
+    from services.planner.patcher import parse_anchor
+
+    lines = ctx.task.source.splitlines()
+    if not lines:
+        return ""
+    try:
+        tree = ast.parse(ctx.task.source)
+    except SyntaxError:
+        return ""
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == ctx.kernel), None)
+    if fn is None:
+        return ""
+    first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+    span = list(range(first, (fn.end_lineno or fn.lineno) + 1))
+    if len(span) > max_lines:
+        marks = [n for f in ctx.findings for x in f.locations if (n := parse_anchor(x)) and first <= n <= span[-1]]
+        keep = sorted({i for n in marks for i in range(n - WINDOW, n + WINDOW + 1) if first <= i <= span[-1]})
+        span = (keep or span)[:max_lines]
+    out, last = [f"kernel source ({ctx.task.path}):"], None
+    for n in span:
+        if last is not None and n != last + 1:
+            out.append("  ...")
+        out.append(f"L{n}| {lines[n - 1]}")
+        last = n
+    return "\n".join(out)
