@@ -105,6 +105,7 @@ async def optimize(url: str, task: Path, args: argparse.Namespace) -> dict:
                 "config": msg.config,
                 "path": msg.candidate_path,
                 "diff": msg.diff,
+                "llm": msgspec.to_builtins(msg.llm) if msg.llm else None,
             }
         elif isinstance(msg, Verdict) and msg.job_id == state["job_id"]:
             state["verdicts"].append(
