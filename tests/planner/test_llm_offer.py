@@ -14,23 +14,25 @@ from services.planner.patcher import PatchRejected, apply_changes
 from services.planner.policies.base import Plan
 from services.planner.policies.llm import LlmPolicy, validate
 from services.planner.policies.llm_offer import (
-    Offer,
     accepted_kinds,
     answer_schema,
     offers_for,
     render_offers,
     render_source,
+    transform_offers,
 )
 from services.planner.policies.rules import RulesPolicy
 from tests.fixtures.llm.contexts import corpus_context, task_context
 
 ROOT = Path(__file__).resolve().parents[2]
-# Placeholder records in the shape the transformation table is expected to hand over (one per transform,
-# parameter domains as lists); the real table replaces them when it lands.
-PLACEHOLDER_TRANSFORMS = [
-    Offer(kind="transform", target="split_k", params={"SPLIT_K": [2, 4, 8]}, description="split the K loop"),
-    Offer(kind="transform", target="swizzle_pids", params={"GROUP_M": [4, 8]}),
+# Placeholder records in the shape of the transformation table's records (`kpilot transforms --json`); the
+# real table replaces them when it lands.
+PLACEHOLDER_RECORDS = [
+    {"name": "split_k", "summary": "split the K loop", "answers": ["small_grid"],
+     "params": [{"name": "SPLIT_K", "domain": [2, 4, 8], "default": 2}]},
+    {"name": "grouped_order", "summary": "", "answers": [], "params": [{"name": "GROUP_M", "domain": [4, 8]}]},
 ]
+PLACEHOLDER_TRANSFORMS = transform_offers(PLACEHOLDER_RECORDS)
 
 
 def _answer(changes: list[dict]) -> dict:
@@ -88,11 +90,12 @@ def test_transform_records_are_offered_only_when_the_messages_take_the_kind() ->
         assert all(o.kind != "transform" for o in offers_for(ctx, PLACEHOLDER_TRANSFORMS))
     offers = offers_for(ctx, PLACEHOLDER_TRANSFORMS, kinds=accepted_kinds() | {"transform"})
     text = render_offers(offers)
-    assert "transform split_k(SPLIT_K in [2, 4, 8]): split the K loop" in text
+    assert "transform split_k(SPLIT_K in [2, 4, 8]): split the K loop (answers small_grid)" in text
     v = jsonschema.Draft202012Validator(answer_schema(offers))
-    good = _answer([{"change": "transform", "target": "split_k", "params": {"SPLIT_K": 4}}])
+    good = _answer([{"change": "transform", "transform": "split_k", "params": {"SPLIT_K": 4}}])
     assert not list(v.iter_errors(good))
-    assert list(v.iter_errors(_answer([{"change": "transform", "target": "split_k", "params": {"SPLIT_K": 3}}])))
+    assert list(v.iter_errors(_answer([{"change": "transform", "transform": "split_k", "params": {"SPLIT_K": 3}}])))
+    assert list(v.iter_errors(_answer([{"change": "transform", "transform": "nope", "params": {"GROUP_M": 4}}])))
 
 
 def test_prompt_has_diagnosis_with_lines_source_hardware_and_offers() -> None:

@@ -7,8 +7,10 @@ that a 135M model under constrained decoding still fits it: enums for change kin
 SPACE, values from their domains, bounded strings and lists. Every answer it admits decodes as a `Plan`.
 
 Transformation entries come from outside (the transformation table, as records): `offers_for(ctx,
-transforms)` takes them as `Offer(kind="transform", target=<name>, params={<param>: <domain>})` and
-offers them only when `shared.messages.ChangeKind` accepts the `transform` kind.
+transforms)` takes them as `Offer(kind="transform", target=<name>, params={<param>: <domain>})`
+(`transform_offers(records)` turns the table's plain records into those) and offers them only when
+`shared.messages.ChangeKind` accepts the `transform` kind. A transform answer is
+`{"change": "transform", "transform": <name>, "params": {...}}` (target = the kernel, left to the patcher).
 """
 
 from __future__ import annotations
@@ -48,6 +50,23 @@ class Offer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 def accepted_kinds() -> frozenset[str]:
     """The change kinds a ChangeDescription decodes (the patcher's vocabulary)."""
     return frozenset(typing.get_args(ChangeKind))
+
+
+def transform_offers(records: Iterable[dict[str, Any]]) -> list[Offer]:
+    """Offers from the transformation table's records ({name, summary, answers, params: [{name, domain,
+    ...}]}, the shape `kpilot transforms --json` prints)."""
+    out = []
+    for r in records:
+        answers = ", ".join(r.get("answers", []))
+        out.append(
+            Offer(
+                kind="transform",
+                target=r["name"],
+                params={p["name"]: list(p["domain"]) for p in r.get("params", [])},
+                description=r.get("summary", "") + (f" (answers {answers})" if answers else ""),
+            )
+        )
+    return out
 
 
 def offers_for(
@@ -95,7 +114,7 @@ def _branch(o: Offer) -> dict[str, Any]:
             "replace": {"type": "string", "maxLength": REPLACE_CHARS},
         }
     elif o.kind == "transform":
-        props["target"] = {"const": o.target}
+        props["transform"] = {"const": o.target}
         props["params"] = {
             "type": "object",
             "properties": {p: {"enum": list(d)} for p, d in o.params.items()},
