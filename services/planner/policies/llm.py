@@ -22,12 +22,21 @@ from services.planner.context import PlannerContext, render
 from services.planner.policies.base import Plan, Policy, ToolCall, inline_schema
 from services.planner.policies.llm_clients import (
     DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT_S,
     ChatClient,
     ChatError,
     OllamaChat,
     OpenAIChat,
 )
-from services.planner.policies.llm_offer import Offer, answer_schema, offers_for, render_offers, render_source
+from services.planner.policies.llm_offer import (
+    COMPACT_SOURCE_LINES,
+    Offer,
+    answer_schema,
+    offers_for,
+    render_compact,
+    render_offers,
+    render_source,
+)
 from shared.messages import LlmUsage
 from shared.tools.compile import CompileInput
 from shared.tools.inspect import PtxasInfoInput, SassInput
@@ -133,6 +142,7 @@ class LlmPolicy:
         max_retries: int = MAX_RETRIES,
         tools: list[dict[str, Any]] | None = None,
         transforms: Sequence[Offer] = (),
+        compact: bool = False,
     ) -> None:
         self.client = client
         self.fallback = fallback
@@ -141,6 +151,8 @@ class LlmPolicy:
         # The transformation table's entries as Offer records (kind "transform"); offered only when the
         # message types accept the `transform` change kind.
         self.transforms = list(transforms)
+        self.compact = compact  # the short prompt (llm_offer.render_compact), for small local models
+        self.source_lines = COMPACT_SOURCE_LINES if compact else 0
         self.transcript: list[dict[str, Any]] = []  # the last exchange, for the job's record and tests
 
     def messages(self, ctx: PlannerContext, offers: Sequence[Offer]) -> list[dict[str, Any]]:
@@ -148,12 +160,20 @@ class LlmPolicy:
             {"role": "system", "content": SYSTEM},
             {
                 "role": "user",
-                "content": "\n".join(x for x in (render(ctx), render_source(ctx), render_offers(offers)) if x),
+                "content": "\n".join(
+                    x
+                    for x in (
+                        render_compact(ctx) if self.compact else render(ctx),
+                        render_source(ctx, self.source_lines),
+                        render_offers(offers),
+                    )
+                    if x
+                ),
             },
         ]
 
     async def propose(self, ctx: PlannerContext) -> Plan:
-        offers = offers_for(ctx, self.transforms)
+        offers = offers_for(ctx, self.transforms, source_lines=self.source_lines)
         schema = answer_schema(offers)
         messages = self.messages(ctx, offers)
         self.transcript = messages
@@ -199,19 +219,22 @@ class LlmPolicy:
 def policy_from_env(env: Mapping[str, str], fallback: Policy) -> LlmPolicy:
     """KPILOT_LLM_API = ollama (default) | openai; KPILOT_LLM_HOST, KPILOT_LLM_MODEL, KPILOT_LLM_TEMPERATURE,
     KPILOT_LLM_API_KEY, KPILOT_LLM_CONSTRAINT (auto, or one answer format of the dialect's ladder),
-    KPILOT_LLM_MODEL_SHA256 (the weights' hash, set by `kpilot up --llm`). Nothing connects until the
-    first plan is asked for."""
+    KPILOT_LLM_MODEL_SHA256 (the weights' hash, set by `kpilot up --llm`), KPILOT_LLM_TIMEOUT_S,
+    KPILOT_LLM_PROMPT = full (default) | compact. Nothing connects until the first plan is asked for."""
     temp = float(env.get("KPILOT_LLM_TEMPERATURE", DEFAULT_TEMPERATURE))
     model = env.get("KPILOT_LLM_MODEL", DEFAULT_MODEL)
     host = env.get("KPILOT_LLM_HOST", env.get("OLLAMA_HOST", DEFAULT_HOST))
     constraint = env.get("KPILOT_LLM_CONSTRAINT", "auto")
     sha = env.get("KPILOT_LLM_MODEL_SHA256", "")
+    timeout = float(env.get("KPILOT_LLM_TIMEOUT_S", DEFAULT_TIMEOUT_S))
     client: ChatClient
     if env.get("KPILOT_LLM_API", "ollama") == "openai":
         client = OpenAIChat(
             host, model, api_key=env.get("KPILOT_LLM_API_KEY", ""), temperature=temp,
-            constraint=constraint, model_sha256=sha,
+            constraint=constraint, model_sha256=sha, timeout_s=timeout,
         )
     else:
-        client = OllamaChat(host, model, temperature=temp, constraint=constraint, model_sha256=sha)
-    return LlmPolicy(client, fallback)
+        client = OllamaChat(
+            host, model, temperature=temp, constraint=constraint, model_sha256=sha, timeout_s=timeout
+        )
+    return LlmPolicy(client, fallback, compact=env.get("KPILOT_LLM_PROMPT", "full") == "compact")

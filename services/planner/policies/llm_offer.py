@@ -26,14 +26,13 @@ from shared.messages import ChangeKind, Scalar
 
 LAUNCH_KINDS = {"num_warps": "set_num_warps", "num_stages": "set_num_stages", "maxnreg": "set_maxnreg"}
 # Bounds of the answer. 3 candidates x 4 changes covers every plan the rules policy makes (it proposes at
-# most 3 configs a round); 240/160 characters hold a sentence of analysis and rationale, and the caps keep
-# a small model from writing until max_tokens inside a string.
+# most 3 configs a round). Strings carry no maxLength: llama-cpp-python's schema converter (0.3.36) spells
+# maxLength n as n nested optionals, and a 240-character analysis alone made a 14 kB grammar under which
+# SmolLM2-135M had not answered after 120 s (first recording attempt); max_tokens bounds them instead.
 MAX_CANDIDATES = 3
 MAX_CHANGES = 4
-ANALYSIS_CHARS = 240
-RATIONALE_CHARS = 160
-SEARCH_CHARS = 200
-REPLACE_CHARS = 400
+SOURCE_LINES = 60  # the kernel's text shown to the model; the suite's largest Triton kernel has ~70 lines
+WINDOW = 4  # lines each side of a finding's line when the kernel is longer than SOURCE_LINES
 
 
 class Offer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -75,6 +74,7 @@ def offers_for(
     *,
     kinds: frozenset[str] | None = None,
     source_edits: bool = True,
+    source_lines: int = 0,
 ) -> list[Offer]:
     """Config keys of SPACE with their domains, the given transformations (when `transform` is a kind the
     messages accept), then the free source edit."""
@@ -94,24 +94,51 @@ def offers_for(
         )
     if "transform" in kinds:
         out += [t for t in transforms if t.kind == "transform"]
-    if source_edits and "source_edit" in kinds:
+    lines = kernel_lines(ctx, source_lines)
+    if source_edits and "source_edit" in kinds and lines:
         out.append(
             Offer(
                 kind="source_edit",
-                description="target = line 'L<n>' of the task file, search = exact text starting within "
-                "12 lines of it, replace = the new text",
+                values=[f"L{n}" for n in lines],
+                description="target = a line 'L<n>' of the kernel source above, search = exact text starting "
+                "within 12 lines of it, replace = the new text",
             )
         )
     return out
+
+
+def kernel_lines(ctx: PlannerContext, max_lines: int = 0) -> list[int]:
+    """Line numbers of the kernel's text shown to the model (render_source): the whole kernel when it fits
+    in `max_lines` (default SOURCE_LINES), else windows around the findings' lines."""
+    import ast
+
+    from services.planner.patcher import parse_anchor
+
+    max_lines = max_lines or SOURCE_LINES
+    try:
+        tree = ast.parse(ctx.task.source)
+    except SyntaxError:
+        return []
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == ctx.kernel), None)
+    if fn is None:
+        return []
+    first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+    last = fn.end_lineno or fn.lineno
+    span = list(range(first, last + 1))
+    if len(span) > max_lines:
+        marks = [n for f in ctx.findings for x in f.locations if (n := parse_anchor(x)) and first <= n <= last]
+        keep = sorted({i for n in marks for i in range(n - WINDOW, n + WINDOW + 1) if first <= i <= last})
+        span = keep[:max_lines]  # no finding inside a long kernel: no lines (and no source_edit offer)
+    return span
 
 
 def _branch(o: Offer) -> dict[str, Any]:
     props: dict[str, Any] = {"change": {"const": o.kind}}
     if o.kind == "source_edit":
         props |= {
-            "target": {"type": "string", "pattern": "^L[0-9]{1,4}$"},
-            "search": {"type": "string", "minLength": 1, "maxLength": SEARCH_CHARS},
-            "replace": {"type": "string", "maxLength": REPLACE_CHARS},
+            "target": {"enum": list(o.values)} if o.values else {"type": "string", "pattern": "^L[0-9]+$"},
+            "search": {"type": "string", "minLength": 1},
+            "replace": {"type": "string"},
         }
     elif o.kind == "transform":
         props["transform"] = {"const": o.target}
@@ -142,7 +169,7 @@ def answer_schema(offers: Sequence[Offer]) -> dict[str, Any]:
                 "minItems": 1,
                 "maxItems": MAX_CHANGES,
             },
-            "rationale": {"type": "string", "maxLength": RATIONALE_CHARS},
+            "rationale": {"type": "string"},
         },
         "required": ["changes", "rationale"],
         "additionalProperties": False,
@@ -151,7 +178,7 @@ def answer_schema(offers: Sequence[Offer]) -> dict[str, Any]:
         "title": "Plan",
         "type": "object",
         "properties": {
-            "analysis": {"type": "string", "maxLength": ANALYSIS_CHARS},
+            "analysis": {"type": "string"},
             "candidates": {"type": "array", "items": candidate, "minItems": 1, "maxItems": MAX_CANDIDATES},
         },
         "required": ["analysis", "candidates"],
@@ -179,37 +206,42 @@ def render_offers(offers: Sequence[Offer]) -> str:
     return "\n".join(lines)
 
 
-SOURCE_LINES = 60  # the kernel's text shown to the model; the suite's largest Triton kernel has ~70 lines
-WINDOW = 4  # lines each side of a finding's line when the kernel is longer than SOURCE_LINES
 
-
-def render_source(ctx: PlannerContext, max_lines: int = SOURCE_LINES) -> str:
-    """The kernel's lines as `L<n>| text`, so a source_edit can name a line and quote its text exactly:
-    the whole kernel when it fits, else windows around the findings' lines."""
-    import ast
-
-    from services.planner.patcher import parse_anchor
-
+def render_source(ctx: PlannerContext, max_lines: int = 0) -> str:
+    """The kernel's lines as `L<n>| text`, so a source_edit can name a line and quote its text exactly."""
     lines = ctx.task.source.splitlines()
-    if not lines:
+    span = kernel_lines(ctx, max_lines)
+    if not span:
         return ""
-    try:
-        tree = ast.parse(ctx.task.source)
-    except SyntaxError:
-        return ""
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == ctx.kernel), None)
-    if fn is None:
-        return ""
-    first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
-    span = list(range(first, (fn.end_lineno or fn.lineno) + 1))
-    if len(span) > max_lines:
-        marks = [n for f in ctx.findings for x in f.locations if (n := parse_anchor(x)) and first <= n <= span[-1]]
-        keep = sorted({i for n in marks for i in range(n - WINDOW, n + WINDOW + 1) if first <= i <= span[-1]})
-        span = (keep or span)[:max_lines]
     out, last = [f"kernel source ({ctx.task.path}):"], None
     for n in span:
         if last is not None and n != last + 1:
             out.append("  ...")
         out.append(f"L{n}| {lines[n - 1]}")
         last = n
+    return "\n".join(out)
+
+
+# The compact prompt, for small models on small machines: SmolLM2-135M read the full prompt (~2,000
+# tokens) at 11-15 tokens/s on this 2-core machine under load, 2-3 minutes per plan before it wrote a
+# token; this one is ~600. Same facts, fewer of each: the top findings with their lines, the IR summary's
+# header and finding lines, three hardware rules, the last attempts, the kernel lines around the findings.
+COMPACT_SOURCE_LINES = 14
+COMPACT_RULES = ("Threads:", "Shared memory: at most", "Registers:")
+
+
+def render_compact(ctx: PlannerContext, max_attempts: int = 4) -> str:
+    out = [f"kernel {ctx.kernel} (class {ctx.kernel_class}) dtype {ctx.task.dtype}", f"config {ctx.best_config}"]
+    head = [ln for ln in ctx.ir_summary.splitlines() if not ln.startswith("[L")][:6]
+    if head:
+        out += ["diagnosis:"] + [f"  {ln}" for ln in head]
+    for f in ctx.findings[:3]:
+        where = ", ".join(x.rsplit("/", 1)[-1] for x in f.locations[:2])
+        out.append(f"  finding {f.severity} {f.pattern} at {where} -> {', '.join(f.transformations)}")
+    out += ["hardware:"] + [f"  {r}" for r in ctx.hardware_rules if r.startswith(COMPACT_RULES)]
+    if ctx.attempts:
+        out.append("past attempts:")
+        for a in ctx.attempts[-max_attempts:]:
+            score = f" {a.score_name}={a.score:.4g}" if a.score is not None else ""
+            out.append(f"  {a.status}@{a.layer or '-'}{score} config {a.config}")
     return "\n".join(out)
