@@ -92,7 +92,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from services.planner.policies.llm import LlmPolicy, tool_specs, validate
     from services.planner.policies.llm_clients import OpenAIChat
-    from services.planner.policies.llm_offer import answer_schema, offers_for
+    from services.planner.policies.llm_offer import answer_schema, labels_for, offers_for
     from services.planner.policies.rules import RulesPolicy
     from tests.fixtures.llm.contexts import corpus_cases, corpus_context, task_context
 
@@ -113,9 +113,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             break
         ctx = corpus_context(name) if kind == "corpus" else task_context(name)
         client = OpenAIChat(args.url, args.model, model_sha256=args.sha256, temperature=args.temperature,
-                            max_tokens=args.max_tokens)
-        policy = LlmPolicy(client, rules, tools=tool_specs())
-        schema = answer_schema(offers_for(ctx))
+                            max_tokens=args.max_tokens, timeout_s=args.timeout)
+        policy = LlmPolicy(client, rules, tools=tool_specs(), compact=args.prompt == "compact",
+                           max_retries=args.max_retries)
+        schema = answer_schema(offers_for(ctx, source_lines=policy.source_lines),
+                               labels_for(ctx) if policy.compact else ())
         plan = await policy.propose(ctx)
         answers = _answers(client.exchanges)
         valid = [isinstance(validate(a, [], policy.tools, schema), type(plan)) for a in answers]
@@ -210,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--funnel-budget-s", type=float, default=300.0)
     ap.add_argument("--temperature", type=float, default=0.3)
     ap.add_argument("--max-tokens", type=int, default=768)
-    ap.add_argument("--out", type=Path, required=True, help="path stem: writes <out>.json and <out>.md")
+    ap.add_argument("--prompt", choices=("full", "compact"), default="compact")
+    ap.add_argument("--max-retries", type=int, default=2, help="corrections per plan (the policy's default 2)")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds one call may take")
+    ap.add_argument("--out", type=Path, required=True, help="path stem: writes <out>.json")
     args = ap.parse_args(argv)
     got = asyncio.run(run(args))
     import subprocess
@@ -220,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "what": "llm policy vs rules on the planted corpus and the suite tasks (benchmarks/bench_llm.py)",
         "server": args.server, "model": args.model, "model_sha256": args.sha256,
-        "temperature": args.temperature, "max_tokens": args.max_tokens,
+        "temperature": args.temperature, "max_tokens": args.max_tokens, "prompt": args.prompt, "max_retries": args.max_retries,
         "machine": f"{platform.machine()} {platform.node()}, CPU only (no GPU: nothing timed)",
         "python": platform.python_version(), "commit": commit,
         "wall_s": got["wall_s"], "funnel_wall_s": got["funnel_wall_s"],

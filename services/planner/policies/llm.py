@@ -32,6 +32,7 @@ from services.planner.policies.llm_offer import (
     COMPACT_SOURCE_LINES,
     Offer,
     answer_schema,
+    labels_for,
     offers_for,
     render_compact,
     render_offers,
@@ -174,7 +175,7 @@ class LlmPolicy:
 
     async def propose(self, ctx: PlannerContext) -> Plan:
         offers = offers_for(ctx, self.transforms, source_lines=self.source_lines)
-        schema = answer_schema(offers)
+        schema = answer_schema(offers, labels_for(ctx) if self.compact else ())
         messages = self.messages(ctx, offers)
         self.transcript = messages
         usage = LlmUsage(

@@ -155,9 +155,13 @@ def _branch(o: Offer) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
-def answer_schema(offers: Sequence[Offer]) -> dict[str, Any]:
+def answer_schema(offers: Sequence[Offer], labels: Sequence[str] = ()) -> dict[str, Any]:
     """The Plan subset a model answers in, for these offers (JSON Schema, draft 2020-12 subset that
-    llama.cpp's grammar converter, ollama's `format` and OpenAI's strict mode all take)."""
+    llama.cpp's grammar converter, ollama's `format` and OpenAI's strict mode all take). With `labels`
+    (the compact prompt), `analysis` and `rationale` are one of them instead of free text: SmolLM2-135M
+    filled a free `analysis` with 250-770 tokens of unrelated prose (raw newlines included) in 3 of 3
+    answers of its first recording, so no change description was ever reached."""
+    text: dict[str, Any] = {"enum": list(labels)} if labels else {"type": "string"}
     if not offers:
         raise ValueError("no change kinds to offer: the task has no SPACE and source edits are off")
     candidate = {
@@ -169,7 +173,7 @@ def answer_schema(offers: Sequence[Offer]) -> dict[str, Any]:
                 "minItems": 1,
                 "maxItems": MAX_CHANGES,
             },
-            "rationale": {"type": "string"},
+            "rationale": text,
         },
         "required": ["changes", "rationale"],
         "additionalProperties": False,
@@ -178,7 +182,7 @@ def answer_schema(offers: Sequence[Offer]) -> dict[str, Any]:
         "title": "Plan",
         "type": "object",
         "properties": {
-            "analysis": {"type": "string"},
+            "analysis": text,
             "candidates": {"type": "array", "items": candidate, "minItems": 1, "maxItems": MAX_CANDIDATES},
         },
         "required": ["analysis", "candidates"],
@@ -228,6 +232,12 @@ def render_source(ctx: PlannerContext, max_lines: int = 0) -> str:
 # header and finding lines, three hardware rules, the last attempts, the kernel lines around the findings.
 COMPACT_SOURCE_LINES = 14
 COMPACT_RULES = ("Threads:", "Shared memory: at most", "Registers:")
+
+
+def labels_for(ctx: PlannerContext) -> list[str]:
+    """What a compact answer's analysis and rationale may say: the finding it answers, or the config."""
+    return [f"{f.pattern} at {f.locations[0].rsplit('/', 1)[-1]}" if f.locations else f.pattern
+            for f in ctx.findings[:3]] + ["config search"]
 
 
 def render_compact(ctx: PlannerContext, max_attempts: int = 4) -> str:
