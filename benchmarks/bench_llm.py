@@ -116,7 +116,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             max_tokens=args.max_tokens, timeout_s=args.timeout)
         policy = LlmPolicy(client, rules, tools=tool_specs(), compact=args.prompt == "compact",
                            max_retries=args.max_retries)
-        schema = answer_schema(offers_for(ctx, source_lines=policy.source_lines),
+        schema = answer_schema(offers_for(ctx, source_lines=policy.source_lines, exact_search=policy.compact),
                                labels_for(ctx) if policy.compact else ())
         plan = await policy.propose(ctx)
         answers = _answers(client.exchanges)

@@ -174,7 +174,7 @@ class LlmPolicy:
         ]
 
     async def propose(self, ctx: PlannerContext) -> Plan:
-        offers = offers_for(ctx, self.transforms, source_lines=self.source_lines)
+        offers = offers_for(ctx, self.transforms, source_lines=self.source_lines, exact_search=self.compact)
         schema = answer_schema(offers, labels_for(ctx) if self.compact else ())
         messages = self.messages(ctx, offers)
         self.transcript = messages

@@ -31,6 +31,10 @@ LAUNCH_KINDS = {"num_warps": "set_num_warps", "num_stages": "set_num_stages", "m
 # SmolLM2-135M had not answered after 120 s (first recording attempt); max_tokens bounds them instead.
 MAX_CANDIDATES = 3
 MAX_CHANGES = 4
+# A compact source_edit's replacement: one line of printable ASCII without `"` and `\`. SmolLM2-135M wrote
+# 770 tokens of prose (raw newlines included: llama-cpp-python's string rule admits them) into a free
+# `search` string in 3 of 3 answers of its second recording.
+REPLACE_LINE = "^[ !#-\\[\\]-~]*$"
 SOURCE_LINES = 60  # the kernel's text shown to the model; the suite's largest Triton kernel has ~70 lines
 WINDOW = 4  # lines each side of a finding's line when the kernel is longer than SOURCE_LINES
 
@@ -43,6 +47,7 @@ class Offer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     values: list[Scalar] = []  # the domain of `value` ([] = not a value change)
     params: dict[str, list[Scalar]] = {}  # transformation parameters and their domains
     current: Scalar | None = None  # the value in the task's CONFIG, shown in the prompt
+    texts: list[str] = []  # source_edit: the shown lines' text, the only `search` a compact answer may use
     description: str = ""
 
 
@@ -75,6 +80,7 @@ def offers_for(
     kinds: frozenset[str] | None = None,
     source_edits: bool = True,
     source_lines: int = 0,
+    exact_search: bool = False,
 ) -> list[Offer]:
     """Config keys of SPACE with their domains, the given transformations (when `transform` is a kind the
     messages accept), then the free source edit."""
@@ -100,6 +106,7 @@ def offers_for(
             Offer(
                 kind="source_edit",
                 values=[f"L{n}" for n in lines],
+                texts=[ctx.task.source.splitlines()[n - 1].strip() for n in lines] if exact_search else [],
                 description="target = a line 'L<n>' of the kernel source above, search = exact text starting "
                 "within 12 lines of it, replace = the new text",
             )
@@ -140,6 +147,9 @@ def _branch(o: Offer) -> dict[str, Any]:
             "search": {"type": "string", "minLength": 1},
             "replace": {"type": "string"},
         }
+        if o.texts:  # one line, quoted exactly; its replacement one line of printable ASCII without " or \
+            props["search"] = {"enum": sorted(set(o.texts) - {""})}
+            props["replace"] = {"type": "string", "pattern": REPLACE_LINE}
     elif o.kind == "transform":
         props["transform"] = {"const": o.target}
         props["params"] = {
