@@ -121,3 +121,20 @@ def test_a_source_edit_from_the_excerpt_goes_through_the_patcher() -> None:
     got = apply_changes(ctx.task.source, plan.candidates[0].changes)
     assert not isinstance(got, PatchRejected) and "sem='relaxed'" in got[0]
     assert msgspec.json.decode(json.dumps(_answer([edit])), type=Plan).candidates[0].changes[0].target == "L256"
+
+
+def test_compact_answers_label_their_text_and_quote_shown_lines_only() -> None:
+    from services.planner.policies.llm_offer import COMPACT_SOURCE_LINES, labels_for
+
+    ctx = corpus_context("atomic_one_counter")
+    offers = offers_for(ctx, source_lines=COMPACT_SOURCE_LINES, exact_search=True)
+    v = jsonschema.Draft202012Validator(answer_schema(offers, labels_for(ctx)))
+    line = "tl.atomic_add(out_ptr, tl.sum(x, axis=0))"
+    edit = {"change": "source_edit", "target": "L256", "search": line, "replace": line[:-1] + ", sem='relaxed')"}
+    ok = {"analysis": "atomic_contention at cases.py:256", "candidates": [{"changes": [edit],
+                                                                          "rationale": "config search"}]}
+    assert not list(v.iter_errors(ok))
+    assert list(v.iter_errors(ok | {"analysis": "This is a plan to improve the performance of the CPU."}))
+    for bad in ({"search": "1024}}}]} }"}, {"replace": 'two\nlines'}, {"replace": 'a "quote"'}):
+        cand = {"changes": [edit | bad], "rationale": "config search"}
+        assert list(v.iter_errors(ok | {"candidates": [cand]})), bad
