@@ -148,6 +148,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     first["funnel"] = await _funnel(name, first)
                     funnel_s += first["funnel"]["wall_s"]
         rows.append(row)
+        if args.partial is not None:  # every finished round is kept, whatever stops the run later
+            with args.partial.open("a") as f:
+                f.write(json.dumps(row) + "\n")
         u = plan.llm
         print(f"{len(rows):3d} {kind:6s} {name[-40:]:40s} {plan.policy:10s} valid {sum(valid)}/{len(answers)} "
               f"tok {u.prompt_tokens}+{u.completion_tokens} {u.seconds:.1f}s", flush=True)
@@ -216,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-retries", type=int, default=2, help="corrections per plan (the policy's default 2)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds one call may take")
     ap.add_argument("--out", type=Path, required=True, help="path stem: writes <out>.json")
+    ap.add_argument("--partial", type=Path, help="append each finished round to this JSONL file")
     args = ap.parse_args(argv)
     got = asyncio.run(run(args))
     import subprocess

@@ -101,12 +101,17 @@ def offers_for(
     if "transform" in kinds:
         out += [t for t in transforms if t.kind == "transform"]
     lines = kernel_lines(ctx, source_lines)
-    if source_edits and "source_edit" in kinds and lines:
+    # Lines with `"` or `\` are left out of a compact search: llama-cpp-python 0.3.36 writes them into GBNF
+    # literals its parser rejects ("expecting newline or end at \\"))"), and that request killed the
+    # server process (bench_llm.py, corpus case clean_softmax).
+    src = ctx.task.source.splitlines()
+    texts = [t for n in lines if not {'"', "\\"} & set(t := src[n - 1].strip()) and t]
+    if source_edits and "source_edit" in kinds and lines and (texts or not exact_search):
         out.append(
             Offer(
                 kind="source_edit",
                 values=[f"L{n}" for n in lines],
-                texts=[ctx.task.source.splitlines()[n - 1].strip() for n in lines] if exact_search else [],
+                texts=texts if exact_search else [],
                 description="target = a line 'L<n>' of the kernel source above, search = exact text starting "
                 "within 12 lines of it, replace = the new text",
             )
