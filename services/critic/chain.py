@@ -206,6 +206,12 @@ def _candidate_links(c: Candidate) -> list[EvidenceLink]:
     out = []
     if reasons:
         out.append(EvidenceLink("diagnosis", c.id, " | ".join(reasons)))
+    if c.llm is not None:  # the plan that proposed it came from a model: which one, and what it cost
+        u = c.llm
+        out.append(EvidenceLink("plan", c.id, f"llm {u.model} (sha256 {u.model_sha256[:16] or 'not known'}, "
+                                f"{u.dialect}, answer format {u.constraint or '-'}): {u.calls} calls, "
+                                f"{u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f} s"
+                                + (f"; fell back: {u.fallback[:120]}" if u.fallback else "")))
     out.append(EvidenceLink("change", c.id, f"v{c.version} of {c.kernel}: {change_text(c)}"))
     return out
 

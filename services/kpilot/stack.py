@@ -95,6 +95,11 @@ async def provision_streams(server: Server, replicas: int = 1) -> list[str]:
         await bus.close()
 
 
+def llm_pid_file(state_dir: Path, port: int) -> Path:
+    """The pid of the local model server `up --llm` started (services/kpilot/llm_server.py)."""
+    return state_dir / f"llm-{port}.pid"
+
+
 def state_file(state_dir: Path, port: int) -> Path:
     return state_dir / f"stack-{port}.json"
 
@@ -136,7 +141,7 @@ async def wait_healthy(url: str, services: tuple[str, ...], timeout_s: float,
 
 def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
        services: tuple[str, ...] = SERVICE_NAMES, telemetry_period_s: float | None = None,
-       tls: bool = False, cluster: int = 0) -> int:
+       tls: bool = False, cluster: int = 0, llm_port: int | None = None) -> int:
     """`cluster` N >= 3: N nats-servers with routes (shared/natscluster.py), everything at N replicas."""
     state_dir = state_dir.resolve()
     st = read_state(state_dir, port)
@@ -182,9 +187,20 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
         argv += ["--tls"]
     if cluster:
         argv += ["--cluster", str(cluster)]
+    llm_env: dict[str, str] = {}
+    if llm_port is not None:  # the local model server first: the planner starts pointed at it
+        from services.kpilot import llm_server
+        try:
+            srv = llm_server.start(log_dir / f"llm-{port}.log", llm_port)
+        except ValueError as e:
+            print(f"kpilot up --llm: {e}", file=sys.stderr)
+            return 1
+        llm_env = srv.env()
+        llm_pid_file(state_dir, port).write_text(str(srv.pid))
+        print(f"kpilot: llama.cpp server on {srv.url} ({srv.model.alias}, sha256 {srv.model.sha256[:12]})")
     with open(log_dir / f"supervisor-{port}.log", "ab") as log:
         sup = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                               start_new_session=True)
+                               start_new_session=True, env=os.environ | llm_env)
     deadline = time.monotonic() + timeout_s
     while (st := read_state(state_dir, port)) is None or st.phase == "starting":
         if sup.poll() is not None or time.monotonic() > deadline:
@@ -258,6 +274,10 @@ def down(state_dir: Path, port: int) -> int:
         _terminate(pid, 10.0)
     natscluster.servers_file(state_dir.resolve(), port).unlink(missing_ok=True)
     path.unlink(missing_ok=True)
+    llm = llm_pid_file(state_dir.resolve(), port)
+    if llm.exists():
+        _terminate(int(llm.read_text()), 10.0)
+        llm.unlink()
     print(f"kpilot: stopped {len(st.services)} services and NATS on port {port}")
     return 0
 

@@ -15,7 +15,16 @@ import msgspec
 
 from services.planner.context import Attempt
 from services.planner.patcher import CandidateVersion
-from shared.messages import Candidate, ChangeDescription, JobStatus, JobUpdate, Measurement, Scalar, Verdict
+from shared.messages import (
+    Candidate,
+    ChangeDescription,
+    JobStatus,
+    JobUpdate,
+    LlmUsage,
+    Measurement,
+    Scalar,
+    Verdict,
+)
 
 OPEN: tuple[JobStatus, ...] = ("open", "planning", "verifying")
 CONVERGED_GAIN = 0.01  # DESIGN: two rounds each under 1 % gain = converged
@@ -65,6 +74,7 @@ class JobState(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     reasons: list[str] = []
     notes: list[str] = []  # plan analyses and patch rejections, newest last (bounded)
     next_version: int = 1
+    llm: LlmUsage | None = None  # the LLM calls of every plan so far (None: no llm plan)
 
 
 def is_open(s: JobState) -> bool:
@@ -124,8 +134,10 @@ def add_candidates(
     source: str,
     now: float,
     parent_id: str | None = None,
+    llm: LlmUsage | None = None,
 ) -> list[Candidate]:
-    """Record a round of candidate versions (with their rationale) as pending; returns the messages."""
+    """Record a round of candidate versions (with their rationale) as pending; returns the messages.
+    `llm`: the LLM calls of the plan that proposed them (carried on each Candidate for the evidence chain)."""
     out = []
     s.iteration += 1
     for v, rationale in versions:
@@ -145,6 +157,7 @@ def add_candidates(
             changes=list(v.changes),
             diff=v.diff,
             source_sha256=v.sha256,
+            llm=llm,
         )
         s.candidates[cid] = CandidateRecord(
             candidate=cand,
@@ -294,6 +307,27 @@ def update(s: JobState, *, source: str, note_text: str = "", now: float) -> JobU
         score_name=s.score_name,
         candidates=len(s.candidates),
         reasons=list(s.reasons),
+        llm=s.llm,
+    )
+
+
+def add_usage(total: LlmUsage | None, plan: LlmUsage) -> LlmUsage:
+    """A job's running total after one more plan (model and format of the latest plan)."""
+    t = total or LlmUsage(dialect=plan.dialect)
+
+    def plus(a: int | None, b: int | None) -> int | None:
+        return None if a is None and b is None else (a or 0) + (b or 0)
+
+    return LlmUsage(
+        model=plan.model or t.model,
+        model_sha256=plan.model_sha256 or t.model_sha256,
+        dialect=plan.dialect or t.dialect,
+        constraint=plan.constraint or t.constraint,
+        calls=t.calls + plan.calls,
+        prompt_tokens=plus(t.prompt_tokens, plan.prompt_tokens),
+        completion_tokens=plus(t.completion_tokens, plan.completion_tokens),
+        seconds=round(t.seconds + plan.seconds, 3),
+        fallback=plan.fallback or t.fallback,
     )
 
 

@@ -201,6 +201,13 @@ class Planner:
         ctx.rejected = [n for n in s.notes if n.startswith("rejected")][-6:]
         ctx.programs = await self._launch_programs(task)
         plan = await self._plan(s, ctx)
+        if plan.llm is not None:
+            s.llm = jobs.add_usage(s.llm, plan.llm)
+            u = plan.llm
+            text = (f"llm {u.dialect} {u.model} format {u.constraint or '-'}: {u.calls} calls, "
+                    f"{u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f} s"
+                    + (f"; fell back to rules: {u.fallback}" if u.fallback else ""))
+            jobs.note(s, text[:400])
         if plan.tool_calls:
             ctx.tool_results = await self._tools(plan)
         versions, rejected = self._patch(s, task.source, plan)
@@ -218,7 +225,7 @@ class Planner:
             await self._save_and_tell(s, why)
             return
         cands = jobs.add_candidates(
-            s, versions, source=self.source, now=self.io.now(), parent_id=s.best_candidate_id
+            s, versions, source=self.source, now=self.io.now(), parent_id=s.best_candidate_id, llm=plan.llm
         )
         for c in cands:
             self.by_candidate[c.id] = s.job_id

@@ -185,6 +185,7 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
                 "config": msg.config,
                 "path": msg.candidate_path,
                 "diff": msg.diff,
+                "llm": msgspec.to_builtins(msg.llm) if msg.llm else None,
             }
             say(f"  v{msg.version} queued: config {msg.config}")
         elif isinstance(msg, Verdict) and msg.job_id == state["job_id"]:

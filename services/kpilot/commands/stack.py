@@ -25,6 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "<state-dir>/tls/ (clients pass --tls-ca <state-dir>/tls/ca.pem)")
     p.add_argument("--cluster", type=int, default=0, metavar="N",
                    help="N nats-servers with routes on ports PORT..PORT+N-1, every stream at N replicas")
+    p.add_argument("--llm", action="store_true",
+                   help="start the local model server (llama.cpp, SmolLM2-135M; `make llm`) on loopback and "
+                        "point the planner's llm policy at it")
+    p.add_argument("--llm-port", type=int, default=8012, help="port of that server (default 8012)")
     p.set_defaults(func=_up)
 
     p = sub.add_parser("down", help="stop what `up` started")
@@ -69,7 +73,8 @@ def _up(args: argparse.Namespace) -> int:
     if args.telemetry_period is not None and args.telemetry_period <= 0:
         raise ValueError(f"--telemetry-period {args.telemetry_period:g}: give a positive number of seconds, e.g. 1")
     return up(args.state_dir, args.port, detach=args.detach, timeout_s=args.timeout,
-              telemetry_period_s=args.telemetry_period, tls=args.tls, cluster=args.cluster)
+              telemetry_period_s=args.telemetry_period, tls=args.tls, cluster=args.cluster,
+              llm_port=args.llm_port if args.llm else None)
 
 
 def _down(args: argparse.Namespace) -> int:

@@ -1,8 +1,8 @@
 """The policy interface: `await policy.propose(context) -> Plan`.
 
 A Plan is analysis, the tool calls it wants run (checked against the tools' input schemas before they
-run), and candidates, each a list of change descriptions the patcher applies. Its JSON Schema
-(`plan_schema()`) is what the LLM policy asks the model to answer in.
+run), and candidates, each a list of change descriptions the patcher applies. The LLM policy asks the
+model to answer in a subset of it built from the offered changes (llm_offer.answer_schema).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import msgspec
 
 from services.planner.context import PlannerContext
-from shared.messages import ChangeDescription
+from shared.messages import ChangeDescription, LlmUsage
 
 
 class ToolCall(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -32,6 +32,7 @@ class Plan(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     candidates: list[CandidatePlan] = []
     done: bool = False  # the policy sees nothing left worth trying
     policy: str = ""  # filled in by the planner: which policy produced it ("rules", "llm", "llm->rules")
+    llm: LlmUsage | None = None  # filled in by the llm policy: model, answer format, tokens, seconds
 
 
 class Policy(Protocol):

@@ -1,33 +1,51 @@
-"""The LLM policy: the context as a prompt, the Plan's JSON Schema as the answer format, the static tools
-as JSON-Schema function specs. An answer that does not decode, names an unknown tool, or gives tool
-arguments that fail the tool's input schema is sent back with the validation errors, at most
-`max_retries` times; then (and on a timeout or a dead endpoint) the fallback policy (rules) plans.
+"""The LLM policy: the context and the offered changes as a prompt, an answer schema built from the offers
+(services/planner/policies/llm_offer.py) as the constrained answer format, the static tools as JSON-Schema
+function specs. An answer that does not decode, falls outside the offered domains, names an unknown tool,
+or gives tool arguments that fail the tool's input schema is sent back with the validation errors, at
+most `max_retries` times; then (and on a timeout or a dead endpoint) the fallback policy (rules) plans,
+and the plan says why (`Plan.analysis` and `Plan.llm.fallback`).
 
-Two adapters behind one `ChatClient` protocol: Ollama's /api/chat through the official `ollama` client
-(default), and an OpenAI-compatible /v1/chat/completions through httpx.
+The wire dialects (OpenAI-compatible, Ollama) and their answer-format ladders are in llm_clients.py.
+Every plan carries what its calls cost and who answered (`Plan.llm`: model, weights sha256 when known,
+answer format, tokens as the server counted them, seconds).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-import httpx
 import jsonschema
 import msgspec
 
 from services.planner.context import PlannerContext, render
-from services.planner.policies.base import Plan, Policy, ToolCall, inline_schema, plan_schema
+from services.planner.policies.base import Plan, Policy, ToolCall, inline_schema
+from services.planner.policies.llm_clients import (
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT_S,
+    ChatClient,
+    ChatError,
+    OllamaChat,
+    OpenAIChat,
+)
+from services.planner.policies.llm_offer import (
+    COMPACT_SOURCE_LINES,
+    Offer,
+    answer_schema,
+    labels_for,
+    offers_for,
+    render_compact,
+    render_offers,
+    render_source,
+)
 from shared import metrics
+from shared.messages import LlmUsage
 from shared.tools.compile import CompileInput
 from shared.tools.inspect import PtxasInfoInput, SassInput
 from shared.tools.launch import LaunchConfigInput
 
 DEFAULT_MODEL = "qwen2.5-coder:14b"
 DEFAULT_HOST = "http://127.0.0.1:11434"
-DEFAULT_TEMPERATURE = 0.3  # the issue's default: some exploration, still mostly the likeliest plan
-DEFAULT_TIMEOUT_S = 120.0  # a 14B model writes a ~1 kB plan in 20-60 s on one consumer GPU
 MAX_RETRIES = 2
 
 # Used while shared/tools/catalog.py CONTRACTS is empty: the static tools a plan may ask for, with the
@@ -47,29 +65,13 @@ _STATIC_TOOLS: tuple[tuple[str, str, type], ...] = (
     ),
 )
 
-SYSTEM = """You optimise one GPU kernel of a task file. Answer ONLY with a JSON object matching the
-given schema (a Plan): `analysis` (short), optional `tool_calls` (tools from the list, args matching their
-schemas), and `candidates`, each a list of change descriptions the patcher applies deterministically:
-set_constexpr (target = CONFIG key, value), set_num_warps / set_num_stages / set_maxnreg (value),
-set_grid (value = grid expression in launch()), add_hint (target = line "L<n>", hint = multiple_of |
-max_contiguous | eviction_policy, search = variable, value = argument), source_edit (target = line "L<n>",
-search = exact text near that line, replace = new text). Values must be inside SPACE. Never write whole
-files. Learn from past attempts; do not repeat a config that was tried."""
-
-
-class ChatReply(msgspec.Struct, kw_only=True):
-    content: str
-    tool_calls: list[ToolCall] = []
-
-
-class ChatError(Exception):
-    """The endpoint did not answer (timeout, connection refused, HTTP error)."""
-
-
-class ChatClient(Protocol):
-    async def chat(
-        self, messages: list[dict[str, Any]], schema: dict[str, Any], tools: list[dict[str, Any]]
-    ) -> ChatReply: ...
+SYSTEM = """You optimise one GPU kernel of a task file. Answer ONLY with a JSON object (a Plan):
+`analysis` (one sentence: the bottleneck you address), and `candidates` (1-3), each with `changes` (1-4
+change descriptions the patcher applies deterministically, taken from the list of changes you may
+propose; values only from the listed domains) and a one-line `rationale`. A source_edit names a line
+"L<n>" of the task file (the IR summary and findings give line references), the exact text to search near
+it and its replacement; never write whole files. Learn from past attempts: do not repeat a config that
+was tried, move away from configs that failed."""
 
 
 def tool_specs() -> list[dict[str, Any]]:
@@ -87,105 +89,12 @@ def tool_specs() -> list[dict[str, Any]]:
     ]
 
 
-class OllamaChat:
-    def __init__(
-        self,
-        host: str = DEFAULT_HOST,
-        model: str = DEFAULT_MODEL,
-        *,
-        temperature: float = DEFAULT_TEMPERATURE,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-    ) -> None:
-        import ollama  # imported here: the rules-only planner does not need it loaded
-
-        self.client = ollama.AsyncClient(host=host, timeout=timeout_s)
-        self.model = model
-        self.temperature = temperature
-        self._errors = (ollama.ResponseError, ollama.RequestError, httpx.HTTPError, ConnectionError)
-
-    async def chat(
-        self, messages: list[dict[str, Any]], schema: dict[str, Any], tools: list[dict[str, Any]]
-    ) -> ChatReply:
-        try:
-            r = await self.client.chat(
-                model=self.model,
-                messages=messages,
-                format=schema,
-                tools=tools or None,
-                options={"temperature": self.temperature},
-                stream=False,
-            )
-        except self._errors as e:
-            raise ChatError(f"ollama: {type(e).__name__}: {e}") from e
-        metrics.on_llm_tokens(self.model, r.prompt_eval_count, r.eval_count)
-        calls = [
-            ToolCall(tool=c.function.name, args=dict(c.function.arguments or {}))
-            for c in (r.message.tool_calls or [])
-        ]
-        return ChatReply(content=r.message.content or "", tool_calls=calls)
-
-
-class OpenAIChat:
-    """Any OpenAI-compatible server (vLLM, llama.cpp server, LM Studio): POST /v1/chat/completions."""
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str = "",
-        temperature: float = DEFAULT_TEMPERATURE,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-    ) -> None:
-        self.url = (
-            base_url.rstrip("/")
-            + ("" if base_url.rstrip("/").endswith("/v1") else "/v1")
-            + "/chat/completions"
-        )
-        self.model = model
-        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.temperature = temperature
-        self.timeout_s = timeout_s
-
-    async def chat(
-        self, messages: list[dict[str, Any]], schema: dict[str, Any], tools: list[dict[str, Any]]
-    ) -> ChatReply:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.temperature,
-            "response_format": {"type": "json_schema", "json_schema": {"name": "plan", "schema": schema}},
-        }
-        if tools:
-            body["tools"] = tools
-        try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as c:
-                r = await c.post(self.url, json=body, headers=self.headers)
-                r.raise_for_status()
-                reply = r.json()
-                msg = reply["choices"][0]["message"]
-                usage = reply.get("usage") or {}
-                metrics.on_llm_tokens(self.model, usage.get("prompt_tokens"), usage.get("completion_tokens"))
-        except (httpx.HTTPError, KeyError, IndexError, ValueError) as e:
-            raise ChatError(f"openai-compatible endpoint: {type(e).__name__}: {e}") from e
-        calls = []
-        for c in msg.get("tool_calls") or []:
-            fn = c.get("function", {})
-            args = fn.get("arguments") or {}
-            try:
-                calls.append(
-                    ToolCall(
-                        tool=fn.get("name", ""),
-                        args=json.loads(args) if isinstance(args, str) else dict(args),
-                    )
-                )
-            except json.JSONDecodeError:
-                calls.append(ToolCall(tool=fn.get("name", ""), args={"_unparsed": str(args)}))
-        return ChatReply(content=msg.get("content") or "", tool_calls=calls)
-
-
-def validate(content: str, extra_calls: list[ToolCall], tools: list[dict[str, Any]]) -> Plan | list[str]:
-    """The Plan an answer holds, or the list of what is wrong with it (sent back to the model)."""
+def validate(
+    content: str, extra_calls: list[ToolCall], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+) -> Plan | list[str]:
+    """The Plan an answer holds, or the list of what is wrong with it (sent back to the model). With
+    `schema` (the answer schema of the offers), candidates outside the offered kinds and domains are
+    errors too."""
     try:
         plan = msgspec.json.decode(content.encode(), type=Plan)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
@@ -199,11 +108,29 @@ def validate(content: str, extra_calls: list[ToolCall], tools: list[dict[str, An
             continue
         for err in jsonschema.Draft202012Validator(specs[call.tool]).iter_errors(call.args):
             errors.append(f"tool_calls[{i}] ({call.tool}) args: {err.message}")
+    if schema is not None and plan.candidates:
+        answer = msgspec.json.decode(content.encode())
+        part = {k: answer[k] for k in ("analysis", "candidates") if k in answer}
+        for err in list(jsonschema.Draft202012Validator(schema).iter_errors(part))[:4]:
+            where = "/".join(str(x) for x in err.absolute_path) or "answer"
+            errors.append(f"{where}: {err.message[:200]} (not one of the offered changes)")
     if not plan.candidates and not plan.tool_calls and not plan.done:
         errors.append(
             "the plan has no candidates, no tool calls and is not done: propose at least one change"
         )
     return errors or plan
+
+
+def _add(u: LlmUsage, r: Any) -> None:
+    """Count one answered call into `u`."""
+    u.calls += 1
+    u.seconds = round(u.seconds + r.seconds, 3)
+    u.model = r.model or u.model
+    u.constraint = r.constraint
+    if r.prompt_tokens is not None:
+        u.prompt_tokens = (u.prompt_tokens or 0) + r.prompt_tokens
+    if r.completion_tokens is not None:
+        u.completion_tokens = (u.completion_tokens or 0) + r.completion_tokens
 
 
 class LlmPolicy:
@@ -216,55 +143,101 @@ class LlmPolicy:
         *,
         max_retries: int = MAX_RETRIES,
         tools: list[dict[str, Any]] | None = None,
+        transforms: Sequence[Offer] = (),
+        compact: bool = False,
     ) -> None:
         self.client = client
         self.fallback = fallback
         self.max_retries = max_retries
         self.tools = tool_specs() if tools is None else tools
-        self.schema = plan_schema()
+        # The transformation table's entries as Offer records (kind "transform"); offered only when the
+        # message types accept the `transform` change kind.
+        self.transforms = list(transforms)
+        self.compact = compact  # the short prompt (llm_offer.render_compact), for small local models
+        self.source_lines = COMPACT_SOURCE_LINES if compact else 0
         self.transcript: list[dict[str, Any]] = []  # the last exchange, for the job's record and tests
 
-    async def propose(self, ctx: PlannerContext) -> Plan:
-        messages: list[dict[str, Any]] = [
+    def messages(self, ctx: PlannerContext, offers: Sequence[Offer]) -> list[dict[str, Any]]:
+        return [
             {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": render(ctx)},
+            {
+                "role": "user",
+                "content": "\n".join(
+                    x
+                    for x in (
+                        render_compact(ctx) if self.compact else render(ctx),
+                        render_source(ctx, self.source_lines),
+                        render_offers(offers),
+                    )
+                    if x
+                ),
+            },
         ]
+
+    async def propose(self, ctx: PlannerContext) -> Plan:
+        offers = offers_for(ctx, self.transforms, source_lines=self.source_lines, exact_search=self.compact)
+        schema = answer_schema(offers, labels_for(ctx) if self.compact else ())
+        messages = self.messages(ctx, offers)
         self.transcript = messages
+        usage = LlmUsage(
+            dialect=self.client.dialect, model=self.client.model, model_sha256=self.client.model_sha256
+        )
         why = ""
+        notes: list[str] = []
         for attempt in range(1 + self.max_retries):
             try:
-                reply = await self.client.chat(messages, self.schema, self.tools)
+                reply = await self.client.chat(messages, schema, self.tools)
             except ChatError as e:
                 why = str(e)
                 break
-            got = validate(reply.content, reply.tool_calls, self.tools)
+            _add(usage, reply)
+            metrics.on_llm_tokens(reply.model, reply.prompt_tokens, reply.completion_tokens)
+            notes += reply.constraint_notes
+            got = validate(reply.content, reply.tool_calls, self.tools, schema)
             if isinstance(got, Plan):
                 got.policy = self.name
+                got.llm = usage
+                fmt = f"answer format {reply.constraint}" + (f" ({'; '.join(notes)})" if notes else "")
+                got.analysis = f"{got.analysis} [{fmt}]"
                 return got
-            why = "; ".join(got)
+            why = f"invalid answer after {attempt + 1} tries: " + "; ".join(got)
             messages += [
                 {"role": "assistant", "content": reply.content},
                 {
                     "role": "user",
-                    "content": f"Your answer was invalid (attempt {attempt + 1}): {why}. "
+                    "content": f"Your answer was invalid (attempt {attempt + 1}): {'; '.join(got)}. "
                     "Answer again with only the corrected JSON Plan.",
                 },
             ]
+        if notes:
+            why = f"{why} (answer formats: {'; '.join(notes)})"
         plan = await self.fallback.propose(ctx)
         plan.policy = f"{self.name}->{self.fallback.name}"
         plan.analysis = f"llm fell back to {self.fallback.name} ({why[:300]}); {plan.analysis}"
+        usage.fallback = why[:500]
+        plan.llm = usage
         return plan
 
 
 def policy_from_env(env: Mapping[str, str], fallback: Policy) -> LlmPolicy:
     """KPILOT_LLM_API = ollama (default) | openai; KPILOT_LLM_HOST, KPILOT_LLM_MODEL, KPILOT_LLM_TEMPERATURE,
-    KPILOT_LLM_API_KEY. Nothing connects until the first plan is asked for."""
+    KPILOT_LLM_API_KEY, KPILOT_LLM_CONSTRAINT (auto, or one answer format of the dialect's ladder),
+    KPILOT_LLM_MODEL_SHA256 (the weights' hash, set by `kpilot up --llm`), KPILOT_LLM_TIMEOUT_S,
+    KPILOT_LLM_PROMPT = full (default) | compact. Nothing connects until the first plan is asked for."""
     temp = float(env.get("KPILOT_LLM_TEMPERATURE", DEFAULT_TEMPERATURE))
     model = env.get("KPILOT_LLM_MODEL", DEFAULT_MODEL)
     host = env.get("KPILOT_LLM_HOST", env.get("OLLAMA_HOST", DEFAULT_HOST))
+    constraint = env.get("KPILOT_LLM_CONSTRAINT", "auto")
+    sha = env.get("KPILOT_LLM_MODEL_SHA256", "")
+    timeout = float(env.get("KPILOT_LLM_TIMEOUT_S", DEFAULT_TIMEOUT_S))
     client: ChatClient
     if env.get("KPILOT_LLM_API", "ollama") == "openai":
-        client = OpenAIChat(host, model, api_key=env.get("KPILOT_LLM_API_KEY", ""), temperature=temp)
+        client = OpenAIChat(
+            host, model, api_key=env.get("KPILOT_LLM_API_KEY", ""), temperature=temp,
+            constraint=constraint, model_sha256=sha, timeout_s=timeout,
+        )
     else:
-        client = OllamaChat(host, model, temperature=temp)
-    return LlmPolicy(client, fallback)
+        client = OllamaChat(
+            host, model, temperature=temp, constraint=constraint, model_sha256=sha, timeout_s=timeout
+        )
+    return LlmPolicy(client, fallback, compact=env.get("KPILOT_LLM_PROMPT", "full") == "compact")
