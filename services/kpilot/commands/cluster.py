@@ -47,7 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _provision(args: argparse.Namespace) -> int:
+    import nats.errors
+
     from shared.bus import Bus
+    from shared.natsauth import CREDS_ENV
     from shared.provision import provision
     from shared.signing import CRITIC_KEY, publish_trusted_key
     from shared.subjects import TRUST_BUCKET
@@ -73,7 +76,13 @@ def _provision(args: argparse.Namespace) -> int:
         finally:
             await bus.close()
 
-    for line in asyncio.run(_run()):
+    try:
+        changed = asyncio.run(_run())
+    except nats.errors.TimeoutError:  # the server drops a non-admin's stream requests (a permission violation)
+        raise ValueError(f"no answer to the stream requests: provisioning is admin-only. Fix: set "
+                         f"${CREDS_ENV} to admin's creds file (`kpilot secrets` wrote <state-dir>/creds/"
+                         f"admin.json; the admin-creds secret in deploy/)") from None
+    for line in changed:
         print(line)
     return 0
 
