@@ -27,9 +27,11 @@ import yaml
 
 from services.telemetry.dcgm_scrape import FIELDS, SUMMED
 from shared import metrics
+from shared.natsauth import CREDS_ENV
 from shared.natscluster import DEPLOY_CONF, deploy_server_conf, env_users, password_env
 from shared.natsserver import find_binary
-from shared.subjects import SERVICE_NAMES
+from shared.signing import SIGNING_KEY_ENV
+from shared.subjects import ADMIN, SERVICE_NAMES, USERS
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S_VERSION = "1.37.0"
@@ -48,21 +50,34 @@ def test_compose_file_matches_the_compose_specification() -> None:
     jsonschema.validate(compose, _compose_schema())
     services = compose["services"]
     assert {"nats-1", "nats-2", "nats-3", "prometheus", "grafana", "dcgm-exporter"} <= set(services)
-    for name in SERVICE_NAMES:  # each service: its module, its own user on all three servers, metrics
+    for name in SERVICE_NAMES:  # each service: its module, its own creds file, all three servers, metrics
         cmd = services[name]["command"]
         assert cmd[0] == f"services.{name}"
         urls = cmd[cmd.index("--nats") + 1].split(",")
-        assert [u.rsplit("@", 1)[1] for u in urls] == ["nats-1:4222", "nats-2:4222", "nats-3:4222"]
-        assert all(u.startswith(f"nats://{name}:${{{password_env(name)}}}@") for u in urls)
+        assert urls == ["nats://nats-1:4222", "nats://nats-2:4222", "nats://nats-3:4222"]
+        assert _compose_secret_file(compose, name, CREDS_ENV) == f"./secrets/creds/{name}.json"
         assert cmd[cmd.index("--metrics-port") + 1] == "9100"
+        assert (SIGNING_KEY_ENV in services[name]["environment"]) == (name == "critic")  # the critic alone
+    assert _compose_secret_file(compose, "critic", SIGNING_KEY_ENV) == "./secrets/signing/critic.key"
     for i in (1, 2, 3):  # a cluster: each server names itself and routes to all three
         cmd = services[f"nats-{i}"]["command"]
         assert cmd[cmd.index("--name") + 1] == f"nats-{i}"
         assert len(cmd[cmd.index("--routes") + 1].split(",")) == 3
     provision = services["provision"]["command"]
     assert provision[provision.index("--replicas") + 1] == "3"
+    assert provision[provision.index("--nats") + 1].split(",") == urls
     gpu = services["toolrunner"]["deploy"]["resources"]["reservations"]["devices"][0]
     assert gpu["capabilities"] == ["gpu"]
+
+
+def _compose_secret_file(compose: dict, service: str, env: str) -> str:  # type: ignore[type-arg]
+    """The host file behind the secret that `service`'s environment variable `env` names."""
+    svc = compose["services"][service]
+    path = svc["environment"][env]
+    assert path.startswith("/run/secrets/"), f"{service}: {env}={path} is not a mounted Compose secret"
+    name = path.removeprefix("/run/secrets/")
+    assert name in svc["secrets"], f"{service} does not mount the secret {name}"
+    return compose["secrets"][name]["file"]
 
 
 def test_a_compose_file_the_specification_forbids_fails_the_check() -> None:
@@ -76,7 +91,7 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
     """`docker compose config` (v2 plugin) where installed; else Debian's docker-compose 1.29 on a copy
     without the top-level `name` (a Compose-spec key v1 predates); neither needs a Docker daemon."""
     env = tmp_path / ".env"
-    env.write_text("".join(f"{password_env(n)}=x\n" for n in (*SERVICE_NAMES, "operator")))
+    env.write_text("".join(f"{password_env(n)}=x\n" for n in USERS))
     docker, v1 = shutil.which("docker"), shutil.which("docker-compose")
     if docker and subprocess.run([docker, "compose", "version"], capture_output=True, check=False).returncode == 0:
         cmd = [docker, "compose", "-f", str(DEPLOY / "compose.yaml"), "--env-file", str(env), "config", "-q"]
@@ -102,8 +117,9 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
 def test_nats_server_config_is_generated_from_the_table_and_valid() -> None:
     assert DEPLOY_CONF.read_text() == deploy_server_conf(), (
         "deploy/nats/kpilot.conf is stale: regenerate it with "
-        "`python -c 'from shared.natscluster import *; DEPLOY_CONF.write_text(deploy_server_conf())'`")
-    env = {password_env(n): "x" for n in (*SERVICE_NAMES, "operator")}
+        "`python -c 'from shared.natscluster import DEPLOY_CONF, deploy_server_conf; "
+        "DEPLOY_CONF.write_text(deploy_server_conf())'`")
+    env = {password_env(n): "x" for n in USERS}
     out = subprocess.run([str(find_binary()), "-t", "-c", str(DEPLOY_CONF)], capture_output=True, text=True,
                          env=env, check=False)
     assert out.returncode == 0, out.stderr + out.stdout
@@ -128,15 +144,31 @@ def test_kubernetes_manifests_validate_against_the_schemas() -> None:
         (c,) = pod["containers"]
         probe = c["readinessProbe"]["exec"]["command"]
         assert probe[:5] == ["python", "-m", "services.kpilot", "probe", name]  # health.<name> of this pod
-        assert {e["name"] for e in c["env"]} >= {password_env(name)}
+        assert _k8s_secret_file(pod, CREDS_ENV) == ("kpilot-creds", f"{name}.json")
+        assert (SIGNING_KEY_ENV in {e["name"] for e in c["env"]}) == (name == "critic")  # the critic alone
         urls = c["args"][c["args"].index("--nats") + 1].split(",")
-        assert len(urls) == 3 and all(f"{name}:$({password_env(name)})@nats-" in u for u in urls)
+        assert urls == [f"nats://nats-{i}.nats-headless.kernelpilot.svc.cluster.local:4222" for i in range(3)]
+    critic = by[("Deployment", "critic")]["spec"]["template"]["spec"]
+    assert _k8s_secret_file(critic, SIGNING_KEY_ENV) == ("kpilot-signing", "critic.key")
     runner = by[("Deployment", "toolrunner")]["spec"]["template"]["spec"]
     assert runner["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1  # one runner per GPU
     telemetry = by[("DaemonSet", "telemetry")]["spec"]["template"]["spec"]
     assert telemetry["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
-    secret = by[("Secret", "kpilot-nats")]
-    assert set(secret["stringData"]) == {password_env(n) for n in (*SERVICE_NAMES, "operator")}
+    assert set(by[("Secret", "kpilot-nats")]["stringData"]) == {password_env(n) for n in USERS}
+    assert set(by[("Secret", "kpilot-creds")]["stringData"]) == {f"{n}.json" for n in USERS}
+    assert set(by[("Secret", "kpilot-signing")]["stringData"]) == {"critic.key", "critic.pub"}
+
+
+def _k8s_secret_file(pod: dict, env: str) -> tuple[str, str]:  # type: ignore[type-arg]
+    """(Secret, key) of the file that the pod's environment variable `env` names (a mounted Secret item)."""
+    (c,) = pod["containers"]
+    path = next(e["value"] for e in c["env"] if e["name"] == env)
+    mount = next(m for m in c["volumeMounts"] if path.startswith(m["mountPath"] + "/"))
+    assert mount.get("readOnly") is True
+    vol = next(v for v in pod["volumes"] if v["name"] == mount["name"])["secret"]
+    assert vol["defaultMode"] == 0o400, "read_creds_file and load_private_key refuse a group/other-readable file"
+    item = next(i for i in vol["items"] if i["path"] == path.removeprefix(mount["mountPath"] + "/"))
+    return vol["secretName"], item["key"]
 
 
 def test_a_manifest_with_an_unknown_field_fails_validation() -> None:
@@ -154,7 +186,63 @@ def test_nats_helm_values_cluster_the_servers_with_the_tables_users() -> None:
     assert cfg["monitor"]["enabled"] and values["promExporter"]["enabled"]
     want = [{**u, "password": f"<< {u['password']} >>"} for u in env_users()]
     assert cfg["merge"]["authorization"]["users"] == want, "regenerate the users from shared/subjects.py"
-    assert set(values["container"]["env"]) == {password_env(n) for n in (*SERVICE_NAMES, "operator")}
+    assert set(values["container"]["env"]) == {password_env(n) for n in USERS}
+
+
+# A password in a URL (user:secret@host) or a reference to one of the servers' password variables.
+_PASSWORD = re.compile(r"://[^/@\s:]+:[^/@\s]+@|KPILOT_PW_")
+
+
+def _password_leaks(compose: dict, k8s: list[dict]) -> list[str]:  # type: ignore[type-arg]
+    """Every command-line word and environment value of a kernelpilot container (compose and k8s) that
+    holds a password; the NATS servers read theirs from env_file / the Helm values, never a command line."""
+    leaks = []
+    for name, svc in compose["services"].items():
+        words = [*svc.get("command", []), *(svc.get("environment") or {}).values()]
+        leaks += [f"compose {name}: {w}" for w in map(str, words) if _PASSWORD.search(w)]
+        if name not in {"nats-1", "nats-2", "nats-3"} and svc.get("env_file"):
+            leaks.append(f"compose {name}: env_file {svc['env_file']} (the servers' passwords)")
+    for doc in (d for d in k8s if "template" in d.get("spec", {})):  # Deployments, DaemonSet, Job
+        pod = doc["spec"]["template"]["spec"]
+        for c in pod["containers"]:
+            probe = c.get("readinessProbe", {}).get("exec", {}).get("command", [])
+            words = [*c.get("command", []), *c.get("args", []), *probe]
+            words += [str(e.get("value", "")) + str(e.get("valueFrom", "")) for e in c.get("env", [])]
+            leaks += [f"k8s {doc['metadata']['name']}: {w}" for w in words if _PASSWORD.search(w)]
+    return leaks
+
+
+def test_no_password_on_a_command_line_or_in_a_services_environment() -> None:
+    compose, k8s = _load(DEPLOY / "compose.yaml"), _k8s_docs()
+    assert _password_leaks(compose, k8s) == []
+    # The check catches what the deploy files did before creds files (and a k8s env var from the Secret).
+    compose["services"]["planner"]["command"][-1] = "nats://planner:${KPILOT_PW_PLANNER}@nats-1:4222"
+    k8s_doc = next(d for d in k8s if d["metadata"]["name"] == "verifier")
+    k8s_doc["spec"]["template"]["spec"]["containers"][0]["env"].append(
+        {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "kpilot-nats", "key": "KPILOT_PW_VERIFIER"}}})
+    assert len(_password_leaks(compose, k8s)) == 2
+
+
+def test_provisioning_connects_as_admin_and_publishes_the_critics_public_key() -> None:
+    compose = _load(DEPLOY / "compose.yaml")
+    cmd = compose["services"]["provision"]["command"]
+    assert cmd[:2] == ["services.kpilot", "provision"]
+    assert _compose_secret_file(compose, "provision", CREDS_ENV) == f"./secrets/creds/{ADMIN}.json"
+    pub = cmd[cmd.index("--trust-key") + 1].removeprefix("/run/secrets/")
+    assert pub in compose["services"]["provision"]["secrets"]
+    assert compose["secrets"][pub]["file"] == "./secrets/signing/critic.pub"
+    for name in SERVICE_NAMES:  # every service starts after provisioning (the trust key is there)
+        assert compose["services"][name]["depends_on"]["provision"]["condition"] == "service_completed_successfully"
+    job = next(d for d in _k8s_docs() if d["kind"] == "Job" and d["metadata"]["name"] == "provision")
+    pod = job["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    assert args[:2] == ["services.kpilot", "provision"]
+    assert _k8s_secret_file(pod, CREDS_ENV) == ("kpilot-creds", f"{ADMIN}.json")
+    pub_path = args[args.index("--trust-key") + 1]
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if pub_path.startswith(m["mountPath"] + "/"))
+    vol = next(v for v in pod["volumes"] if v["name"] == mount["name"])["secret"]
+    assert vol["secretName"] == "kpilot-signing"
+    assert [i["key"] for i in vol["items"]] == ["critic.pub"]  # the public key only, never critic.key
 
 
 def test_prometheus_scrapes_every_service_nats_and_dcgm_where_compose_runs_them() -> None:
