@@ -296,9 +296,11 @@ def build(artifacts: Artifacts, facts: TaskFacts) -> tuple[NativeEvidence, list[
     ptxas = parse_ptxas(artifacts.ptxas_info, ptx.name) if artifacts.ptxas_info.strip() else None
     if ptxas is None:
         warnings.append("no ptxas -v info: registers and spills unknown")
-    threads = math.prod(ptx.maxntid) if ptx.maxntid else None
+    threads = math.prod(ptx.maxntid) if ptx.maxntid else (math.prod(facts.block) if facts.block else None)
     if threads is None:
-        warnings.append("no .maxntid in the PTX (no __launch_bounds__): occupancy not modelled")
+        warnings.append(
+            "no .maxntid in the PTX (no __launch_bounds__) and no launch block given: occupancy not modelled"
+        )
     smem = (
         artifacts.shared_bytes
         if artifacts.shared_bytes is not None
@@ -307,7 +309,7 @@ def build(artifacts: Artifacts, facts: TaskFacts) -> tuple[NativeEvidence, list[
     bps, lim, theo, waves = None, "", None, None
     programs = math.prod(facts.grid) if facts.grid else None
     if threads:
-        warps = max(1, threads // 32)
+        warps = max(1, -(-threads // 32))
         bps, lim = evm.occupancy(warps, ptxas.registers if ptxas else None, smem, facts)
         theo = bps * warps / facts.device.max_warps_per_sm if bps else None
         waves = programs / (facts.device.sms * bps) if programs and bps else None
@@ -355,11 +357,11 @@ def decompose_native(artifacts: Artifacts, facts: TaskFacts | None = None) -> De
     g = [a for a in ev.ptx.accesses if a.space in ("global", "shared", "local")]
     for a in _uniq(g)[:12]:
         header.append(f"{a.instr.file}:{a.line} {a.instr.opcode} {a.cls} step {a.coef} width {a.width} B")
-    warps = max(1, (ev.threads or 32) // 32)
+    warps = max(1, -(-(ev.threads or 32) // 32))
     tm = re.search(r"\.target\s+sm_(\d+)", artifacts.ptx)
     target = f"cuda:{tm.group(1)}" if tm else "cuda"
     text, ntok = summary.build(ev.ptx.name, target, warps, [], {}, findings, roof, header)
-    return Decomposition(
+    d = Decomposition(
         kernel=ev.ptx.name,
         target=target,
         num_warps=warps,
@@ -373,3 +375,25 @@ def decompose_native(artifacts: Artifacts, facts: TaskFacts | None = None) -> De
         token_rule=TOKEN_RULE,
         warnings=warnings,
     )
+    return relocate(d, ev.ptx.name, f) if f.source_file else d
+
+
+def relocate(d: Decomposition, kernel: str, f: TaskFacts) -> Decomposition:
+    """References to the compiled copy (`<scratch>/<kernel>.cu:N`) rewritten into the task file: line
+    `f.source_line + N - 1` of `f.source_file`, where the CUDA_SOURCE literal opens."""
+    pat = re.compile(r"[^\s:,;()\[\]]*" + re.escape(kernel) + r"\.cu:(\d+)")
+
+    def line(n: int) -> int:
+        return f.source_line + n - 1
+
+    def sub(text: str) -> str:
+        return pat.sub(lambda m: f"{f.source_file}:{line(int(m.group(1)))}", text)
+
+    for fd in d.findings:
+        fd.locations = [sub(x) for x in fd.locations]
+        fd.evidence = [sub(x) for x in fd.evidence]
+    for r in d.sass_lines:
+        if r.file.endswith(f"{kernel}.cu"):
+            r.file, r.line = f.source_file, line(r.line)
+    d.summary = sub(d.summary)
+    return d

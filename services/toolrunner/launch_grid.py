@@ -19,15 +19,16 @@ from shared.messages import Scalar
 from shared.tools.grid import MAX_CONFIGS, LaunchGridInput, LaunchGridOutput
 
 WORKER = "services.toolrunner.workers.launch_grid"
-METHOD = ("launch() called on PyTorch meta-device inputs with triton's JITFunction.run replaced by a "
-          "recorder of the evaluated grid: no kernel runs; programs = grid x * y * z")
+METHOD = ("launch() called on PyTorch meta-device inputs (CUDA C++: fake CUDA tensors) with triton's "
+          "JITFunction.run (CUDA: torch.cuda.compile_kernel's launcher) replaced by a recorder of the "
+          "evaluated grid and block: no kernel runs; programs = grid x * y * z")
 
 
 def run(args: LaunchGridInput) -> LaunchGridOutput:
     task = load_for_tool(args.task_path)
-    if task.kind != "triton":
-        raise ToolFailure("refused", f"launch_grid records Triton launches; {task.path} is a {task.kind} task "
-                                     "(its grid is in its own launch code: read it there)")
+    if task.kind not in ("triton", "cuda"):
+        raise ToolFailure("refused", f"launch_grid records Triton and CUDA C++ launches; {task.path} is a "
+                                     f"{task.kind} task (its grid is in its own launch code: read it there)")
     if len(args.configs) > MAX_CONFIGS:
         raise ToolFailure("refused", f"{len(args.configs)} configs > {MAX_CONFIGS} per request: send them in parts")
     for o in args.configs:

@@ -62,6 +62,11 @@ class TaskFacts(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """What the caller knows beyond the artifacts. Every field is optional: absent means unknown."""
 
     grid: list[int] = []  # launch grid (programs per axis) at the analysed shape
+    block: list[int] = []  # CUDA C++: threads per block [x, y, z] the launch passes (Triton: num_warps)
+    # CUDA C++: references to the compiled copy (`<scratch>/<kernel>.cu:N`) are rewritten to
+    # `source_file:(source_line + N - 1)`, the task file where CUDA_SOURCE opens; "" keeps them as they are.
+    source_file: str = ""
+    source_line: int = 0
     flops: float | None = None  # task FLOP formula at the shape
     bytes_moved: float | None = None  # task byte formula at the shape
     dtype: str = ""  # dominant compute dtype: "bfloat16", "float32", ...
