@@ -1,0 +1,49 @@
+"""Findings from pattern matches, ranked: causes before counter-only symptoms, then severity, then score."""
+
+from __future__ import annotations
+
+from services.decomposer.evidence import Evidence
+from services.decomposer.patterns.base import SEVERITY_RANK, Match, Pattern
+from shared.tools.decompose import Finding
+
+
+def finding(p: Pattern, static: Match | None, dynamic: Match | None) -> tuple[Finding, bool] | None:
+    """One pattern's Finding from its static and dynamic matches (None when neither fired), and whether it
+    is a cause: a static match of severity above info, i.e. something the code itself shows."""
+    ms = [m for m in (static, dynamic) if m]
+    if not ms:
+        return None
+    sev = min((m.severity or p.severity for m in ms), key=lambda s: SEVERITY_RANK[s])
+    f = Finding(
+        pattern=p.id,
+        severity=sev,
+        score=max(m.score for m in ms),
+        locations=list(dict.fromkeys(x for m in ms for x in m.locations if x)),
+        evidence=[e for m in ms for e in m.evidence],
+        transformations=list(p.transformations),
+    )
+    return f, static is not None and sev != "info"
+
+
+def rank(found: list[tuple[Finding, bool]]) -> list[Finding]:
+    """Most important first: causes (static evidence in the code, with locations) before counter-only
+    symptoms (latency-bound, a dominant stall, an occupancy gap: ncu says what, not where or why); within
+    each, by severity, then score. A symptom keeps its own severity and stays in the list, and the first
+    cause names the code that produces it.
+
+    NVIDIA's ncu rules are layered the same way: the speed-of-light and latency rules are overviews that
+    point at the sections holding the cause. On the H200, ranking symptoms by severity alone put a
+    counter-only symptom above the planted cause in 8 of 41 cases (run 9); within a severity only, 3 of 7
+    (run 5)."""
+    order = sorted(found, key=lambda fc: (0 if fc[1] else 1, SEVERITY_RANK[fc[0].severity], -fc[0].score))
+    return [f for f, _ in order]
+
+
+def match(ev: Evidence, patterns: tuple[Pattern, ...]) -> list[Finding]:
+    """Every matching pattern, most important first (see `rank`)."""
+    found = []
+    for p in patterns:
+        dynamic = p.dynamic(ev) if p.dynamic is not None and ev.dyn else None
+        if fc := finding(p, p.static(ev), dynamic):
+            found.append(fc)
+    return rank(found)

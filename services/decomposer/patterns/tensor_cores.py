@@ -1,0 +1,220 @@
+"""Tensor-core patterns: dots off the tensor cores, mma.sync instead of wgmma, K-loop pipelining."""
+
+from __future__ import annotations
+
+from services.decomposer.evidence import Evidence
+from services.decomposer.patterns.base import (
+    Match,
+    Pattern,
+    _at,
+    _locs,
+)
+
+PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
+
+
+def dot_upcast_operands(ev: Evidence) -> Match | None:
+    hits = [d for d in ev.dots if d.upcast_from and d.a_dtype == "f32"]
+    if not hits:
+        return None
+    return Match(
+        0.9,
+        [x for d in hits for x in _at(ev, d.op)],
+        [
+            f"dot operands are {d.upcast_from} converted to f32 before tt.dot: runs as "
+            + ("fp32 FMA" if not d.tensor_cores else "tf32")
+            + f" instead of native {d.upcast_from} MMA"
+            for d in hits
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "dot_upcast_operands",
+        "bf16/fp16 operands upcast to fp32 before tl.dot: no native MMA",
+        "high",
+        ("source_edit",),
+        dot_upcast_operands,
+    )
+)
+
+
+def dot_fp32_on_cuda_cores(ev: Evidence) -> Match | None:
+    hits = [
+        d
+        for d in ev.dots
+        if not d.tensor_cores and d.a_dtype == "f32" and not d.upcast_from and min(d.m, d.n, d.k) >= 16
+    ]
+    if not hits:
+        return None
+    allowed = ev.facts.precision == "allow_tf32"
+    return Match(
+        0.85 if allowed else 0.3,
+        [x for d in hits for x in _at(ev, d.op)],
+        [
+            f"tt.dot f32 {d.m}x{d.n}x{d.k} input_precision={d.precision or 'ieee'} lowers to FMA on "
+            "CUDA cores"
+            + (
+                "; the precision policy allows tf32"
+                if allowed
+                else "; policy 'exact' forbids tf32 (consider tf32x3 or bf16x3)"
+            )
+            for d in hits
+        ],
+        None if allowed else "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "dot_fp32_on_cuda_cores",
+        "fp32 tl.dot with ieee precision runs on CUDA-core FMA",
+        "high",
+        ("add_hint", "source_edit"),
+        dot_fp32_on_cuda_cores,
+    )
+)
+
+
+def dot_shape_too_small(ev: Evidence) -> Match | None:
+    hits = [d for d in ev.dots if min(d.m, d.n, d.k) < 16]
+    if not hits:
+        return None
+    return Match(
+        0.8,
+        [x for d in hits for x in _at(ev, d.op)],
+        [
+            f"tt.dot {d.m}x{d.n}x{d.k}: a dim below 16 "
+            + (
+                "keeps it off the tensor cores (FMA fallback)"
+                if not d.tensor_cores
+                else "is padded to the MMA shape: most of each tensor-core instruction is wasted"
+            )
+            for d in hits
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "dot_shape_too_small",
+        "a tl.dot dim below 16 keeps it off tensor cores",
+        "high",
+        ("set_constexpr",),
+        dot_shape_too_small,
+    )
+)
+
+
+def wgmma_not_used(ev: Evidence) -> Match | None:
+    if ev.arch < 90:
+        return None
+    hits = [d for d in ev.dots if d.tensor_cores and d.mma_version == 2]
+    if not hits:
+        return None
+    why = []
+    w = ev.mod.num_warps
+    for d in hits:
+        r = []
+        if w % 4:
+            r.append(f"num_warps={w} is not a multiple of 4 (a warpgroup)")
+        if d.m < 64 or d.m % 64:
+            r.append(f"M tile {d.m} is not a multiple of 64")
+        if d.n % 8:
+            r.append(f"N tile {d.n} is not a multiple of 8")
+        why.append(
+            f"tt.dot {d.a_dtype} {d.m}x{d.n}x{d.k} -> mma.sync (HMMA) on sm_90: "
+            + ("; ".join(r) or "wgmma preconditions not met")
+        )
+    return Match(0.6, [x for d in hits for x in _at(ev, d.op)], why)
+
+
+PATTERNS.append(
+    Pattern(
+        "wgmma_not_used",
+        "Hopper dot lowered to mma.sync instead of wgmma (num_warps or tile shape)",
+        "high",
+        ("set_num_warps", "set_constexpr"),
+        wgmma_not_used,
+    )
+)
+
+
+def tensor_core_tile_small(ev: Evidence) -> Match | None:
+    hits = [d for d in ev.dots if d.tensor_cores and d.mma_version == 3 and d.m * d.n <= 64 * 32]
+    if not hits:
+        return None
+    return Match(
+        0.35,
+        [x for d in hits for x in _at(ev, d.op)],
+        [f"wgmma tile {d.m}x{d.n}x{d.k}: too little work per instruction to hide its latency" for d in hits],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "tensor_core_tile_small",
+        "wgmma tile too small to amortise its latency",
+        "medium",
+        ("set_constexpr", "set_num_warps"),
+        tensor_core_tile_small,
+    )
+)
+
+
+def k_loop_not_pipelined(ev: Evidence) -> Match | None:
+    hits = [lp for lp in ev.loops if lp.dots and lp.sync_loads and lp.async_copies == 0 and lp.tma == 0]
+    if not hits:
+        return None
+    ev_lines = []
+    for lp in hits:
+        small = [a for a in lp.sync_loads if a.vec_bytes < 4]
+        ev_lines.append(
+            f"K loop at line {lp.line}: {len(lp.sync_loads)} synchronous tt.load feed the dot, no "
+            f"cp.async/TMA prefetch (num_stages={ev.num_stages if ev.num_stages else '?'})"
+            + ("; loads are < 4 B/thread so cp.async cannot be used" if small else "")
+        )
+    return Match(
+        0.6,
+        [ev.loc(lp.op) for lp in hits if ev.loc(lp.op)]
+        + [x for lp in hits for a in lp.sync_loads for x in _locs(ev, [a])],
+        ev_lines,
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "k_loop_not_pipelined",
+        "the K loop loads synchronously: no software pipelining (cp.async/TMA)",
+        "high",
+        ("set_num_stages", "add_hint"),
+        k_loop_not_pipelined,
+    )
+)
+
+
+def wgmma_serialized_wait(ev: Evidence) -> Match | None:
+    hits = [
+        lp
+        for lp in ev.loops
+        if lp.wait_pendings and max(lp.wait_pendings) == 0 and (lp.async_copies or lp.tma)
+    ]
+    if not hits:
+        return None
+    return Match(
+        0.2,
+        [ev.loc(lp.op) for lp in hits],
+        ["warp_group_dot_wait {pendings = 0} each iteration: the next wgmma cannot overlap"],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "wgmma_serialized_wait",
+        "each wgmma is waited on before the next is issued",
+        "low",
+        ("set_num_stages",),
+        wgmma_serialized_wait,
+    )
+)
