@@ -10,8 +10,8 @@ in the lane) split at most one warp per boundary and are not counted.
 
 from __future__ import annotations
 
+from services.decomposer.patterns.base import Match
 from services.decomposer.ptx_lanes import DivergentBranch, PtxKernel
-from services.decomposer.rules import Match
 
 
 def _loc(b: DivergentBranch) -> str:

@@ -19,9 +19,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from services.decomposer import divergence, roofline, summary
 from services.decomposer import evidence as evm
 from services.decomposer import patterns as pt
-from services.decomposer import roofline, summary
 from services.decomposer.patterns import PATTERNS, Match
 from services.decomposer.ptx_lanes import MemAccess, PtxKernel, parse_ptx
 from services.decomposer.sass import Sass, parse_ptxas, parse_sass, per_line
@@ -261,6 +261,7 @@ STATIC: dict[str, Callable[[NativeEvidence], Match | None]] = {
     "shared_bank_conflicts": shared_bank_conflicts,
     "local_memory_array": local_memory_array,
     "divergent_branch_around_barrier": divergent_branch_around_barrier,
+    "warp_divergence": lambda ev: divergence.warp_divergence(ev.ptx),
     "fp64_arithmetic": fp64_arithmetic,
     "occupancy_limited_by_registers": lambda ev: _occ(ev, "registers"),
     "occupancy_limited_by_shared_memory": lambda ev: _occ(ev, "shared memory"),
@@ -374,6 +375,7 @@ def decompose_native(artifacts: Artifacts, facts: TaskFacts | None = None) -> De
         summary_tokens=ntok,
         token_rule=TOKEN_RULE,
         warnings=warnings,
+        unchecked=pt.ranking.unchecked(ev, PATTERNS, lambda p: p.id in STATIC),
     )
     return relocate(d, ev.ptx.name, f) if f.source_file else d
 

@@ -419,6 +419,8 @@ def _divergence(k: PtxKernel, psplit: dict[str, str]) -> None:
             end = k.labels.get(last.operands[0])
             if end is not None and end > tgt:
                 region += end - tgt  # if/else: both sides run, one after the other
-        loop = min((lp for lp in k.loops if lp[0] <= ins.idx <= lp[1]), key=lambda lp: lp[1] - lp[0], default=None)
+        loop = min(
+            (lp for lp in k.loops if lp[0] <= ins.idx <= lp[1]), key=lambda lp: lp[1] - lp[0], default=None
+        )
         body = (loop[1] - loop[0] + 1) if loop else len(k.instrs)
         k.divergent_branches.append(DivergentBranch(ins, kind, region, body, loop is not None))

@@ -184,6 +184,14 @@ class Finding(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     transformations: list[Transformation] = []
 
 
+class Unchecked(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A pattern the decomposer could not check on this kernel, and what it would need."""
+
+    pattern: str
+    needs: list[str] = []  # "grid", "ptxas", "sass", "ptx", "costs", "measured", "ncu"
+    reason: str = ""
+
+
 class Decomposition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     kernel: str
     target: str  # "cuda:90"
@@ -199,6 +207,7 @@ class Decomposition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     summary_tokens: int = 0
     token_rule: str = ""
     warnings: list[str] = []  # what could not be read, e.g. "no SASS given: SASS correlation skipped"
+    unchecked: list[Unchecked] = []  # patterns not checked (missing evidence): absent != checked and clean
 
 
 class DecomposeInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

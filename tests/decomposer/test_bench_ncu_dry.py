@@ -51,7 +51,7 @@ def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
     assert all(len(b["cases"]) <= 16 and {lang[c] for c in b["cases"]} == {b["language"]} for b in batches)
     assert [(b["language"], len(b["cases"])) for b in batches] == [
         ("triton", 14),
-        ("cuda", 11),
+        ("cuda", 14),
         ("triton", 16),
         ("triton", 13),
     ]

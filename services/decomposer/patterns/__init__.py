@@ -22,7 +22,7 @@ from services.decomposer.patterns import (
     tensor_cores,
 )
 from services.decomposer.patterns import ranking as _ranking
-from services.decomposer.patterns.base import SEVERITY_RANK, Match, Pattern
+from services.decomposer.patterns.base import SEVERITY_RANK, Match, Pattern, static_none
 from services.decomposer.patterns.control import warp_divergence
 from services.decomposer.patterns.counters import roofline_far_below
 from services.decomposer.patterns.occupancy import (
@@ -32,7 +32,7 @@ from services.decomposer.patterns.occupancy import (
     tail_effect,
 )
 from services.decomposer.patterns.ranking import finding, rank
-from shared.tools.decompose import Finding
+from shared.tools.decompose import Finding, Unchecked
 
 FAMILIES = (memory, shared_memory, tensor_cores, occupancy, control, counters)
 PATTERNS: tuple[Pattern, ...] = tuple(p for fam in FAMILIES for p in fam.PATTERNS)
@@ -41,6 +41,11 @@ PATTERNS: tuple[Pattern, ...] = tuple(p for fam in FAMILIES for p in fam.PATTERN
 def match(ev: Evidence, patterns: tuple[Pattern, ...] = PATTERNS) -> list[Finding]:
     """Every matching pattern, most important first (see `ranking.rank`)."""
     return _ranking.match(ev, patterns)
+
+
+def unchecked(ev: Evidence, patterns: tuple[Pattern, ...] = PATTERNS) -> list[Unchecked]:
+    """The TTGIR path's unchecked patterns (see `ranking.unchecked`)."""
+    return _ranking.unchecked(ev, patterns, lambda p: p.static is not static_none)
 
 
 __all__ = [
@@ -56,5 +61,6 @@ __all__ = [
     "roofline_far_below",
     "small_grid",
     "tail_effect",
+    "unchecked",
     "warp_divergence",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from services.decomposer import divergence
 from services.decomposer import layouts as lay
 from services.decomposer.evidence import BARRIER_OPS, Evidence
 from services.decomposer.patterns.base import (
@@ -84,7 +85,9 @@ PATTERNS.append(
 
 
 def warp_divergence(ev: Evidence) -> Match | None:
-    return None  # Triton predicates masked lanes; only counters show SIMT divergence
+    """Triton predicates masked lanes and its scf.if conditions are scalars: a lane split can only show in
+    the PTX (services/decomposer/divergence.py), which both paths read."""
+    return divergence.warp_divergence(ev.ptx)
 
 
 def warp_divergence_dyn(ev: Evidence) -> Match | None:
@@ -99,11 +102,13 @@ def warp_divergence_dyn(ev: Evidence) -> Match | None:
 PATTERNS.append(
     Pattern(
         "warp_divergence",
-        "fewer than 24 of 32 threads active per instruction (ncu)",
+        "a branch on the lane index (or on per-lane data) splits warps: part of each warp idles through it "
+        "(PTX; ncu: fewer than 24 of 32 threads active per instruction)",
         "high",
         ("source_edit",),
         warp_divergence,
         warp_divergence_dyn,
+        requires=("ptx",),
     )
 )
 
@@ -302,6 +307,8 @@ PATTERNS.append(
         "high",
         ("source_edit",),
         missed_fusion_elementwise,
+        requires=("costs",),
+        fix_transform="fuse_epilogue",
     )
 )
 

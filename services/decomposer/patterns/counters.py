@@ -44,6 +44,7 @@ PATTERNS.append(
         ("set_constexpr", "set_num_warps", "set_num_stages"),
         latency_bound,
         latency_bound_dyn,
+        requires=("ncu",),
     )
 )
 
@@ -72,6 +73,8 @@ PATTERNS.append(
         ("source_edit",),
         static_none,
         memory_throughput_bound_dyn,
+        requires=("ncu",),
+        fix_transform="eviction_policy",
     )
 )
 
@@ -91,6 +94,7 @@ PATTERNS.append(
         ("source_edit",),
         static_none,
         compute_throughput_bound_dyn,
+        requires=("ncu",),
     )
 )
 
@@ -139,6 +143,7 @@ PATTERNS.append(
         ("set_num_warps", "set_num_stages", "source_edit"),
         static_none,
         stall_dominant_dyn,
+        requires=("ncu",),
     )
 )
 
@@ -163,6 +168,7 @@ PATTERNS.append(
         ("set_constexpr", "set_grid", "set_num_warps"),
         static_none,
         achieved_occupancy_gap_dyn,
+        requires=("ncu",),
     )
 )
 
@@ -194,5 +200,6 @@ PATTERNS.append(
         "medium",
         ("set_constexpr", "set_num_warps", "set_num_stages"),
         roofline_far_below,
+        requires=("costs", "measured"),
     )
 )

@@ -58,6 +58,7 @@ PATTERNS.append(
         "high",
         ("add_hint", "source_edit"),
         scalar_global_access,
+        fix_transform="vector_width_hints",
     )
 )
 
@@ -91,6 +92,7 @@ PATTERNS.append(
         "high",
         ("add_hint", "source_edit"),
         mask_blocks_vectorization,
+        fix_transform="even_k_specialise",
     )
 )
 
@@ -130,6 +132,7 @@ PATTERNS.append(
         ("source_edit", "set_constexpr"),
         uncoalesced_strided_access,
         uncoalesced_sectors_dyn,
+        fix_transform="tiled_transpose",
     )
 )
 
@@ -159,6 +162,7 @@ PATTERNS.append(
         "high",
         ("source_edit",),
         transposed_access_no_staging,
+        fix_transform="tiled_transpose",
     )
 )
 
@@ -270,6 +274,7 @@ PATTERNS.append(
         "high",
         ("source_edit", "set_constexpr"),
         atomic_contention,
+        fix_transform="two_stage_reduction",
     )
 )
 

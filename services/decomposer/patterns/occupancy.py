@@ -58,6 +58,7 @@ PATTERNS.append(
         ("set_constexpr", "set_num_warps", "set_num_stages", "set_maxnreg"),
         register_spills,
         register_spills_dyn,
+        requires=("ptxas",),
     )
 )
 
@@ -85,6 +86,7 @@ PATTERNS.append(
         "medium",
         ("source_edit",),
         local_memory_array,
+        requires=("ptxas", "sass"),
     )
 )
 
@@ -125,6 +127,7 @@ PATTERNS.append(
         "medium",
         ("set_maxnreg", "set_constexpr", "set_num_warps"),
         occupancy_limited_by_registers,
+        requires=("ptxas",),
     )
 )
 
@@ -155,6 +158,7 @@ PATTERNS.append(
         "medium",
         ("set_num_warps", "set_constexpr"),
         occupancy_limited_by_block_size,
+        fix_transform="launch_bounds",
     )
 )
 
@@ -186,6 +190,7 @@ PATTERNS.append(
         "high",
         ("set_num_warps", "set_constexpr"),
         idle_threads_tile_smaller_than_block,
+        fix_transform="rows_per_program",
     )
 )
 
@@ -212,6 +217,8 @@ PATTERNS.append(
         "high",
         ("set_constexpr", "set_grid"),
         small_grid,
+        requires=("grid",),
+        fix_transform="split_k",
     )
 )
 
@@ -244,6 +251,7 @@ PATTERNS.append(
         "medium",
         ("set_constexpr", "set_grid"),
         tail_effect,
+        requires=("grid",),
     )
 )
 
@@ -279,6 +287,8 @@ PATTERNS.append(
         "high",
         ("source_edit", "set_grid"),
         launch_bound_tiny_kernel,
+        requires=("costs",),
+        fix_transform="rows_per_program",
     )
 )
 
@@ -318,5 +328,6 @@ PATTERNS.append(
         "medium",
         ("source_edit", "set_constexpr"),
         poor_l2_reuse_no_grouped_order,
+        fix_transform="grouped_order",
     )
 )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from services.decomposer.evidence import Evidence
 from services.decomposer.patterns.base import SEVERITY_RANK, Match, Pattern
-from shared.tools.decompose import Finding
+from shared.tools.decompose import Finding, Unchecked
 
 
 def finding(p: Pattern, static: Match | None, dynamic: Match | None) -> tuple[Finding, bool] | None:
@@ -47,3 +50,57 @@ def match(ev: Evidence, patterns: tuple[Pattern, ...]) -> list[Finding]:
         if fc := finding(p, p.static(ev), dynamic):
             found.append(fc)
     return rank(found)
+
+
+_NEEDS = {
+    "grid": "the launch grid (launch_grid tool / TaskFacts.grid)",
+    "ptxas": "ptxas -v (registers, spills)",
+    "sass": "SASS with line info",
+    "ptx": "the PTX",
+    "costs": "the task's FLOP/byte formulas",
+    "measured": "a measured kernel time",
+    "ncu": "ncu counters (GPU)",
+}
+
+
+def available(ev: Any) -> set[str]:
+    """Which kinds of evidence this kernel's Evidence (or NativeEvidence) holds."""
+    f = ev.facts
+    have = {
+        "grid": ev.programs is not None,
+        "ptxas": ev.ptxas is not None,
+        "sass": bool(ev.sass_lines) or ev.sass is not None,
+        "ptx": ev.ptx is not None,
+        "costs": f.flops is not None or f.bytes_moved is not None,
+        "measured": f.measured_s is not None,
+        "ncu": bool(f.dynamic is not None and f.dynamic.ncu),
+    }
+    return {k for k, v in have.items() if v}
+
+
+def unchecked(
+    ev: Any, patterns: tuple[Pattern, ...], has_static: Callable[[Pattern], bool]
+) -> list[Unchecked]:
+    """Patterns that could not be checked here: counter-only ones without ncu, a static predicate whose
+    inputs are missing, and (CUDA C++) TTGIR-only predicates."""
+    have = available(ev)
+    out = []
+    for p in patterns:
+        if not has_static(p):
+            if p.dynamic is None:
+                out.append(
+                    Unchecked(pattern=p.id, reason="no predicate for this kind of kernel (TTGIR-only)")
+                )
+            elif "ncu" not in have:
+                out.append(Unchecked(pattern=p.id, needs=["ncu"], reason="counter-only: " + _NEEDS["ncu"]))
+            continue
+        missing = [r for r in p.requires if r not in have]
+        if missing:
+            out.append(
+                Unchecked(
+                    pattern=p.id,
+                    needs=missing,
+                    reason="needs " + "; ".join(_NEEDS.get(m, m) for m in missing),
+                )
+            )
+    return out

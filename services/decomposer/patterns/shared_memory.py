@@ -59,6 +59,7 @@ PATTERNS.append(
         ("source_edit", "set_constexpr"),
         shared_bank_conflicts,
         shared_bank_conflicts_dyn,
+        fix_transform="smem_padding",
     )
 )
 

@@ -190,6 +190,7 @@ PATTERNS.append(
         "high",
         ("set_num_stages", "add_hint"),
         k_loop_not_pipelined,
+        fix_transform="k_pipeline",
     )
 )
 
@@ -216,5 +217,6 @@ PATTERNS.append(
         "low",
         ("set_num_stages",),
         wgmma_serialized_wait,
+        fix_transform="k_pipeline",
     )
 )
