@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from services.decomposer import divergence, roofline, summary
+from services.decomposer import cost, divergence, roofline, summary
 from services.decomposer import evidence as evm
 from services.decomposer import patterns as pt
 from services.decomposer.patterns import PATTERNS, Match
@@ -284,6 +284,7 @@ def match(ev: NativeEvidence) -> list[Finding]:
         dyn = p.dynamic(ev) if p.dynamic and ev.dyn else None  # type: ignore[arg-type]
         if fc := pt.finding(p, st(ev) if st else None, dyn):
             found.append(fc)
+    cost.apply(found, ev.facts, [])
     return pt.rank(found)
 
 

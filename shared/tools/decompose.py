@@ -182,6 +182,10 @@ class Finding(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     locations: list[str] = []  # "file:line", "sass:0x01b0"
     evidence: list[str] = []
     transformations: list[Transformation] = []
+    # A transformation of shared/transforms/ that answers it, by name, when its precondition holds here
+    fix_transform: str = ""
+    saves_s: float | None = None  # time it can plausibly save (services/decomposer/cost.py); None = unknown
+    cost: str = ""  # how saves_s was reached: measured or modelled, and from what
 
 
 class Unchecked(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

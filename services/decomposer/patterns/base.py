@@ -18,6 +18,9 @@ class Match:
     locations: list[str]
     evidence: list[str]
     severity: Severity | None = None  # overrides the pattern's default
+    # override the pattern's fixes where this kernel fails a fix's precondition (or needs another fix)
+    transformations: tuple[Transformation, ...] | None = None
+    fix_transform: str | None = None
 
 
 @dataclass(frozen=True)

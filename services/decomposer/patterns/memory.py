@@ -23,6 +23,35 @@ def _narrow(a: Access) -> bool:
     )
 
 
+def _hint_precondition(m: Match | None, accs: list[Access], transform_holds: bool = False) -> Match | None:
+    """An alignment/divisibility hint (tl.multiple_of, tt.divisibility) is a promise: offered only when
+    every argument feeding the offsets is known divisible. Triton specialises an int argument divisible
+    by 16 (and a 16-B-aligned pointer) with tt.divisibility = 16, so an argument without it is NOT a
+    multiple of 16 at the analysed shape: a hint there would be false, and only a source edit (pad the
+    stride or allocation, peel the unaligned tail) can widen the access."""
+    if m is None:
+        return None
+    bad = sorted({x.lstrip("%") for a in accs for x in a.undivisible})
+    if not bad:
+        return m
+    why = (
+        f"no alignment hint offered: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not divisible by 16 at this shape "
+        "(Triton would "
+        "have specialised it), so a hint would be false; pad the stride/allocation to a multiple of 16 "
+        "elements or split off the unaligned tail"
+    )
+    # `transform_holds`: the pattern's named transformation needs no divisibility (e.g. an unmasked
+    # interior with a masked tail), so it stays on offer
+    return Match(
+        m.score,
+        m.locations,
+        [*m.evidence, why],
+        m.severity,
+        ("source_edit",),
+        None if transform_holds else "",
+    )
+
+
 def scalar_global_access(ev: Evidence) -> Match | None:
     hits = [
         a
@@ -33,7 +62,7 @@ def scalar_global_access(ev: Evidence) -> Match | None:
             a.undivisible and set(a.undivisible) <= set(a.mask_args) and not set(a.undivisible) & a.arg_names
         )
     ]
-    return _best(
+    m = _best(
         ev,
         hits,
         lambda a: 0.9 * _share(ev, a) * (1 - a.eff_vec_bytes / a.potential_vec_bytes),
@@ -48,6 +77,7 @@ def scalar_global_access(ev: Evidence) -> Match | None:
             )
         ),
     )
+    return _hint_precondition(m, hits)
 
 
 PATTERNS.append(
@@ -73,7 +103,7 @@ def mask_blocks_vectorization(ev: Evidence) -> Match | None:
         and set(a.undivisible) <= set(a.mask_args)
         and not (set(a.undivisible) & a.arg_names)
     ]
-    return _best(
+    m = _best(
         ev,
         hits,
         lambda a: 0.85 * _share(ev, a) * (1 - a.eff_vec_bytes / a.potential_vec_bytes),
@@ -83,6 +113,7 @@ def mask_blocks_vectorization(ev: Evidence) -> Match | None:
             + (f" (SASS widths {sorted(set(a.sass_bits))} bits)" if a.sass_bits else "")
         ),
     )
+    return _hint_precondition(m, hits, transform_holds=True)
 
 
 PATTERNS.append(

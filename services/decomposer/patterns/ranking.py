@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from services.decomposer import cost
 from services.decomposer.evidence import Evidence
 from services.decomposer.patterns.base import SEVERITY_RANK, Match, Pattern
 from shared.tools.decompose import Finding, Unchecked
@@ -23,7 +24,10 @@ def finding(p: Pattern, static: Match | None, dynamic: Match | None) -> tuple[Fi
         score=max(m.score for m in ms),
         locations=list(dict.fromkeys(x for m in ms for x in m.locations if x)),
         evidence=[e for m in ms for e in m.evidence],
-        transformations=list(p.transformations),
+        transformations=list(
+            next((m.transformations for m in ms if m.transformations is not None), p.transformations)
+        ),
+        fix_transform=next((m.fix_transform for m in ms if m.fix_transform is not None), p.fix_transform),
     )
     return f, static is not None and sev != "info"
 
@@ -31,24 +35,30 @@ def finding(p: Pattern, static: Match | None, dynamic: Match | None) -> tuple[Fi
 def rank(found: list[tuple[Finding, bool]]) -> list[Finding]:
     """Most important first: causes (static evidence in the code, with locations) before counter-only
     symptoms (latency-bound, a dominant stall, an occupancy gap: ncu says what, not where or why); within
-    each, by severity, then score. A symptom keeps its own severity and stays in the list, and the first
+    each, by severity, then the time it can save (score where that is unknown). A symptom keeps its own severity and stays in the list, and the first
     cause names the code that produces it.
 
     NVIDIA's ncu rules are layered the same way: the speed-of-light and latency rules are overviews that
     point at the sections holding the cause. On the H200, ranking symptoms by severity alone put a
     counter-only symptom above the planted cause in 8 of 41 cases (run 9); within a severity only, 3 of 7
     (run 5)."""
-    order = sorted(found, key=lambda fc: (0 if fc[1] else 1, SEVERITY_RANK[fc[0].severity], -fc[0].score))
+
+    def key(fc: tuple[Finding, bool]) -> tuple[int, int, float, float]:
+        f, cause = fc
+        return (0 if cause else 1, SEVERITY_RANK[f.severity], -(f.saves_s or 0.0), -f.score)
+
+    order = sorted(found, key=key)
     return [f for f, _ in order]
 
 
 def match(ev: Evidence, patterns: tuple[Pattern, ...]) -> list[Finding]:
-    """Every matching pattern, most important first (see `rank`)."""
+    """Every matching pattern, costed (services/decomposer/cost.py), most important first (see `rank`)."""
     found = []
     for p in patterns:
         dynamic = p.dynamic(ev) if p.dynamic is not None and ev.dyn else None
         if fc := finding(p, p.static(ev), dynamic):
             found.append(fc)
+    cost.apply(found, ev.facts, [d.a_dtype for d in ev.dots])
     return rank(found)
 
 
