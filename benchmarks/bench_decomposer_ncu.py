@@ -84,7 +84,31 @@ TRITON_ELEMS: dict[str, int] = {
     "reduce_in_loop": 16384 * 8192,
     "branch_barrier_loop": 16384 * 8192,
     "flag_branch_loop": E24,
+    # issue 22 (tests/decomposer/corpus/cases_more.py)
+    "store_in_loop": 16384 * 4096,
+    "clean_store_after_loop": 16384 * 4096,
+    "double_store": E24,
+    "clean_single_store": E24,
+    "global_roundtrip": E24,
+    "clean_registers_no_roundtrip": E24,
+    "pointer_chase": E24,
+    "clean_tile_sum": 16384 * 4096,
+    "add_int64_offsets": E24,
+    "repeat_modulo": E24,
+    "clean_repeat_2d": E24,
+    "oss_tutorial_matmul_kmask": 4096 * 4096,
+    "online_softmax_exp": 16384 * 4096,
+    "clean_online_softmax_exp2": 16384 * 4096,
+    "norm_div_sqrt": 16384 * 4096,
+    "oss_tutorial_layernorm_rstd": 16384 * 4096,
+    "tanh_libdevice_loop": 16384 * 4096,
+    "clean_tanh_sigmoid_loop": 16384 * 4096,
+    "barrier_in_loop": 16384 * 4096,
+    "oss_tutorial_layernorm_dw_lock": 16384 * 4096,
+    "clean_dw_partials": 16384 * 4096,
+    "small_tile_add": E24,
 }
+ZEROED = {"lock_ptr"}  # a spin lock must start free (a random 1 would be held forever)
 NOT_LAUNCHED = {"print_left_in": "device_print of 16.7 M values would flood the profiled launch"}
 INT_HIGH = 1024  # *i32 inputs hold indices/values in [0, 1024): valid for gather, histogram, flags
 # Counters the dynamic predicates of services/decomposer/patterns.py read, on top of the state set.
@@ -174,7 +198,9 @@ def make_inputs(case: str, device: str) -> tuple[Any, ...]:
         if isinstance(v, str) and v.startswith("*"):
             t = dt[v]
             vals.append(
-                torch.randint(0, INT_HIGH, (n,), device=device, dtype=t)
+                torch.zeros(n, device=device, dtype=t)
+                if name in ZEROED
+                else torch.randint(0, INT_HIGH, (n,), device=device, dtype=t)
                 if t == torch.int32
                 else torch.randn(n, device=device).to(t)
             )

@@ -50,10 +50,12 @@ def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
     lang = {e["case"]: e["language"] for e in res["plan"]}
     assert all(len(b["cases"]) <= 16 and {lang[c] for c in b["cases"]} == {b["language"]} for b in batches)
     assert [(b["language"], len(b["cases"])) for b in batches] == [
-        ("triton", 14),
+        ("triton", 16),
+        ("triton", 8),
         ("cuda", 14),
         ("triton", 16),
-        ("triton", 13),
+        ("triton", 16),
+        ("triton", 9),
     ]
     assert {r["case"]: r["batch"] for r in res["cases"]}["print_left_in"] is None  # never launched
     assert all("outcome" not in b for b in batches)  # nothing ran

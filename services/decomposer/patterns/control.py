@@ -344,3 +344,160 @@ PATTERNS.append(
         reduction_across_warps_in_loop,
     )
 )
+
+
+# ---------------------------------------------------------------- added with issue 22
+
+
+def _in_loop_tensor_ops(ev: Evidence, names: tuple[str, ...]) -> list:
+    return [
+        o
+        for o in ev.mod.ops
+        if o.name in names and o.loops and o.result_type is not None and o.result_type.shape
+    ]
+
+
+def exp_instead_of_exp2(ev: Evidence) -> Match | None:
+    hits = _in_loop_tensor_ops(ev, ("math.exp",))
+    if not hits:
+        return None
+    return Match(
+        0.05,
+        [x for o in hits[:3] for x in _at(ev, o)],
+        [
+            (
+                f"{len(hits)} math.exp in a loop: each is ex2.approx after a multiply by log2(e); folding the scale "
+                "into one multiply upstream saves one FMUL per element (small)"
+            )
+        ],
+        "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "exp_instead_of_exp2",
+        "tl.exp in a hot loop where exp2 with the log2(e) scale folded saves a multiply per element",
+        "low",
+        ("source_edit",),
+        exp_instead_of_exp2,
+        fix_transform="exp2_fold",
+    )
+)
+
+
+def division_by_sqrt_not_rsqrt(ev: Evidence) -> Match | None:
+    hits = []
+    for o in ev.mod.ops:
+        if o.name != "arith.divf" or o.result_type is None or not o.result_type.shape or len(o.operands) < 2:
+            continue
+        chain = [x for x in _ancestors_ops(ev, o.operands[1], limit=8)]
+        if any(x.name == "math.sqrt" for x in chain):
+            hits.append(o)
+    if not hits:
+        return None
+    return Match(
+        0.06,
+        [x for o in hits[:3] for x in _at(ev, o)],
+        [
+            (
+                "a tensor divided by sqrt(...): one IEEE division per element where rsqrt once and a multiply "
+                "would do"
+            )
+        ],
+        "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "division_by_sqrt_not_rsqrt",
+        "elements divided by a square root instead of multiplied by its reciprocal (rsqrt)",
+        "low",
+        ("source_edit",),
+        division_by_sqrt_not_rsqrt,
+    )
+)
+
+
+def libdevice_call_in_loop(ev: Evidence) -> Match | None:
+    hits = _in_loop_tensor_ops(ev, ("tt.extern_elementwise",))
+    if not hits:
+        return None
+    syms = sorted({(o.attr("symbol") or "?").strip('"') for o in hits})
+    return Match(
+        0.3,
+        [x for o in hits[:3] for x in _at(ev, o)],
+        [
+            (
+                f"{len(hits)} libdevice calls ({', '.join(syms)}) per element per iteration: tens of instructions "
+                "each; a cheaper formulation (exp2/sigmoid based, or approximate PTX) may do"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "libdevice_call_in_loop",
+        "libdevice math calls per element inside a hot loop",
+        "medium",
+        ("source_edit",),
+        libdevice_call_in_loop,
+    )
+)
+
+
+def barrier_in_loop(ev: Evidence) -> Match | None:
+    hits = [o for o in ev.mod.ops if o.name == "gpu.barrier" and o.loops]
+    if not hits:
+        return None
+    return Match(
+        0.35,
+        [x for o in hits[:3] for x in _at(ev, o)],
+        [
+            (
+                f"{len(hits)} explicit CTA barrier(s) (tl.debug_barrier) inside a loop: every warp waits for the "
+                "slowest each iteration"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "barrier_in_loop",
+        "an explicit CTA barrier inside a loop",
+        "medium",
+        ("source_edit",),
+        barrier_in_loop,
+    )
+)
+
+
+def spin_lock_atomic_cas(ev: Evidence) -> Match | None:
+    hits = [o for o in ev.mod.ops if o.name == "tt.atomic_cas" and o.loops]
+    if not hits:
+        return None
+    return Match(
+        0.9,
+        [x for o in hits[:3] for x in _at(ev, o)],
+        [
+            (
+                "tt.atomic_cas retried in a loop: programs spin on a lock and serialise (and may deadlock if the "
+                "holder is not resident); write per-program partials and reduce them in a second pass"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "spin_lock_atomic_cas",
+        "programs spin on an atomic compare-and-swap lock",
+        "high",
+        ("source_edit",),
+        spin_lock_atomic_cas,
+        fix_transform="two_stage_reduction",
+    )
+)

@@ -8,11 +8,14 @@ from services.decomposer.evidence import Access, Evidence
 from services.decomposer.patterns.base import (
     Match,
     Pattern,
+    _ancestors_ops,
+    _at,
     _best,
     _depends_on_loop,
     _locs,
     _share,
 )
+from services.decomposer.ttgir import value_type
 
 PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
 
@@ -132,7 +135,13 @@ def uncoalesced_strided_access(ev: Evidence) -> Match | None:
     hits = [
         a
         for a in ev.accesses
-        if a.cls in ("strided", "irregular") and a.kind != "atomic" and a.shape and math.prod(a.shape) >= 32
+        if a.cls in ("strided", "irregular")
+        and a.kind != "atomic"
+        and a.shape
+        and math.prod(a.shape) >= 32
+        # an index wrapped by a runtime remainder is unprovable, not proven strided: integer_modulo_in_address
+        # names it and ncu's sectors per request decide
+        and not (a.cls == "irregular" and _modulo_ops(ev, a))
     ]
     return _best(
         ev,
@@ -322,5 +331,219 @@ PATTERNS.append(
         "medium",
         ("source_edit",),
         atomics_in_loop,
+    )
+)
+
+
+# ---------------------------------------------------------------- added with issue 22
+
+
+def _ptr_ops(ev: Evidence, a: Access) -> list:
+    return _ancestors_ops(ev, a.op.operands[0]) if a.op.operands else []
+
+
+def store_in_loop_invariant_address(ev: Evidence) -> Match | None:
+    hits = [
+        a
+        for a in ev.accesses
+        if a.kind == "store" and a.op.loops and not _depends_on_loop(ev, a.op.operands[0], a.op.loops[-1])
+    ]
+    return _best(
+        ev,
+        hits,
+        lambda a: 0.5 * _share(ev, a) + 0.2,
+        lambda a: (
+            f"tt.store of {a.dtype}{list(a.shape)} writes the same addresses every loop iteration: "
+            "only the last one survives (store once after the loop)"
+        ),
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "store_in_loop_invariant_address",
+        "a store inside a loop writes the same addresses every iteration",
+        "medium",
+        ("source_edit",),
+        store_in_loop_invariant_address,
+    )
+)
+
+
+def redundant_global_store(ev: Evidence) -> Match | None:
+    seen: dict[str, Access] = {}
+    dup: list[Access] = []
+    for a in ev.accesses:
+        if a.kind != "store" or not a.op.operands:
+            continue
+        key = a.op.operands[0]
+        if key in seen and not a.op.loops:
+            dup += [seen[key], a]
+        seen.setdefault(key, a)
+    dup = list({a.op.id: a for a in dup}.values())
+    if not dup:
+        return None
+    return Match(
+        round(min(1.0, 0.4 * _share(ev, dup[0]) + 0.2), 3),
+        _locs(ev, dup),
+        [
+            (
+                f"{len(dup)} tt.store ops write the same pointer tensor {dup[0].op.operands[0]}: the earlier ones are "
+                "overwritten (wasted write bandwidth)"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "redundant_global_store",
+        "the same global addresses are stored more than once (earlier stores overwritten)",
+        "medium",
+        ("source_edit",),
+        redundant_global_store,
+    )
+)
+
+
+def global_memory_round_trip(ev: Evidence) -> Match | None:
+    stored: dict[str, Access] = {}
+    hits: list[Access] = []
+    for a in ev.accesses:
+        if a.kind == "store" and a.op.operands:
+            stored.setdefault(a.op.operands[0], a)
+        elif a.kind == "load" and a.op.operands and a.op.operands[0] in stored:
+            hits += [stored[a.op.operands[0]], a]
+    hits = list({a.op.id: a for a in hits}.values())
+    if not hits:
+        return None
+    return Match(
+        round(min(1.0, 0.5 * sum(_share(ev, a) for a in hits) + 0.1), 3),
+        _locs(ev, hits),
+        [
+            (
+                "the kernel stores a tensor and loads it back from the same addresses: a round trip through "
+                "global memory where the value is still in registers"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "global_memory_round_trip",
+        "a value is stored to global memory and loaded back by the same kernel",
+        "medium",
+        ("source_edit",),
+        global_memory_round_trip,
+    )
+)
+
+
+def scalar_load_in_loop(ev: Evidence) -> Match | None:
+    hits = [
+        a
+        for a in ev.accesses
+        if a.kind == "load"
+        and a.op.loops
+        and not a.shape
+        and _depends_on_loop(ev, a.op.operands[0], a.op.loops[-1])
+    ]
+    # only where the loop has no tile load to overlap them with (a flag per 4 KB chunk costs nothing)
+    tiled = {lp for a in ev.accesses if a.kind in ("load", "async_copy") and a.shape for lp in a.op.loops}
+    hits = [a for a in hits if a.op.loops[-1] not in tiled]
+    if not hits:
+        return None
+    chained = any(o.name == "tt.load" for a in hits for o in _ptr_ops(ev, a))
+    return Match(
+        0.6 if chained else 0.4,
+        _locs(ev, hits),
+        [
+            f"{len(hits)} scalar tt.load per loop iteration"
+            + (
+                "; each address comes from the previous load (a dependent chain: one memory latency per step)"
+                if chained
+                else ": one memory latency per step, nothing to overlap it with"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "scalar_load_in_loop",
+        "a loop issues scalar (one-element) loads each iteration: latency, not bandwidth",
+        "medium",
+        ("source_edit", "set_constexpr"),
+        scalar_load_in_loop,
+    )
+)
+
+
+def int64_address_arithmetic(ev: Evidence) -> Match | None:
+    hits = []
+    for op in ev.mod.ops:
+        if op.name != "tt.addptr" or len(op.operands) < 2:
+            continue
+        t = value_type(ev.mod, op.operands[1])
+        if t is not None and t.shape and t.elem == "i64":
+            hits.append(op)
+    if not hits:
+        return None
+    return Match(
+        0.05,
+        [x for op in hits[:3] for x in _at(ev, op)],
+        [
+            (
+                f"{len(hits)} tt.addptr with i64 offset tensors: two integer ops per 32-bit one (often a deliberate "
+                "guard against > 2^31 elements; cheap in a memory-bound kernel)"
+            )
+        ],
+        "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "int64_address_arithmetic",
+        "offsets computed in 64-bit integers (twice the integer work per element)",
+        "low",
+        ("source_edit",),
+        int64_address_arithmetic,
+    )
+)
+
+
+def _modulo_ops(ev: Evidence, a: Access) -> list:
+    return [
+        o
+        for o in _ptr_ops(ev, a)
+        if o.name in ("arith.remsi", "arith.remui") and o.result_type is not None and o.result_type.shape
+    ]
+
+
+def integer_modulo_in_address(ev: Evidence) -> Match | None:
+    hits = [a for a in ev.accesses if a.kind in ("load", "store") and _modulo_ops(ev, a)]
+    if not hits:
+        return None
+    return Match(
+        0.08,
+        _locs(ev, hits),
+        [
+            f"{a.op.name} address wraps with an integer remainder per element (~20 instructions each); "
+            "whether lanes stay contiguous is not provable statically (ncu sectors per request tell)"
+            for a in hits[:2]
+        ],
+        "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "integer_modulo_in_address",
+        "an element-wise integer remainder in the address (index wrap): integer work, coalescing unprovable",
+        "low",
+        ("source_edit",),
+        integer_modulo_in_address,
     )
 )

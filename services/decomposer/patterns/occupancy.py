@@ -10,6 +10,7 @@ from services.decomposer.patterns.base import (
     Pattern,
     _at,
     _is_dot_kernel,
+    _locs,
 )
 
 PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
@@ -329,5 +330,42 @@ PATTERNS.append(
         ("source_edit", "set_constexpr"),
         poor_l2_reuse_no_grouped_order,
         fix_transform="grouped_order",
+    )
+)
+
+
+# ---------------------------------------------------------------- added with issue 22
+
+TINY_TILE = 256  # elements per program at or below which per-program overhead shows
+
+
+def tiny_tile_per_program(ev: Evidence) -> Match | None:
+    if ev.dots or ev.loops or ev.programs is None or ev.programs < 8 * ev.facts.device.sms:
+        return None
+    sizes = [math.prod(a.shape) for a in ev.accesses if a.shape and a.kind != "atomic"]
+    if not sizes or max(sizes) > TINY_TILE or max(sizes) < ev.threads:
+        return None  # below the block size: idle_threads_tile_smaller_than_block says it
+    return Match(
+        0.3,
+        _locs(ev, [a for a in ev.accesses if a.shape]),
+        [
+            (
+                f"each of {ev.programs} programs handles {max(sizes)} elements ({max(sizes) // max(1, ev.threads)} per "
+                "thread): block scheduling and index setup are paid per tiny tile; a bigger BLOCK (or several per "
+                "program) amortises them"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "tiny_tile_per_program",
+        "each program handles a tiny tile (<= 256 elements) over a huge grid",
+        "medium",
+        ("set_constexpr",),
+        tiny_tile_per_program,
+        requires=("grid",),
+        fix_transform="rows_per_program",
     )
 )

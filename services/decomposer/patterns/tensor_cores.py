@@ -7,6 +7,7 @@ from services.decomposer.patterns.base import (
     Match,
     Pattern,
     _at,
+    _depends_on_loop,
     _locs,
 )
 
@@ -223,5 +224,46 @@ PATTERNS.append(
         ("set_num_stages",),
         wgmma_serialized_wait,
         fix_transform="k_pipeline",
+    )
+)
+
+
+# ---------------------------------------------------------------- added with issue 22
+
+
+def k_loop_masked_every_iteration(ev: Evidence) -> Match | None:
+    hits = []
+    for lp in ev.loops:
+        if not lp.dots:
+            continue
+        for o in lp.body:
+            if o.name not in ("tt.load", "ttg.async_copy_global_to_local") or len(o.operands) < 2:
+                continue
+            mask = o.operands[1] if o.name == "tt.load" else (o.operands[2] if len(o.operands) > 2 else "")
+            if mask and _depends_on_loop(ev, mask, lp.op.id):
+                hits.append((lp, o))
+    if not hits:
+        return None
+    return Match(
+        0.25,
+        list(dict.fromkeys(x for _, o in hits for x in _at(ev, o))),
+        [
+            (
+                f"K loop at line {hits[0][0].line}: {len(hits)} operand loads are masked on the loop index every "
+                "iteration (a K-tail mask): mask math and predicated copies in the hot loop; peel the tail "
+                "(unmasked full tiles, one masked last tile) or require K % BLOCK_K == 0"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "k_loop_masked_every_iteration",
+        "the K loop masks its operand loads on the loop index every iteration (tail mask not peeled)",
+        "medium",
+        ("source_edit", "set_constexpr"),
+        k_loop_masked_every_iteration,
+        fix_transform="even_k_specialise",
     )
 )
