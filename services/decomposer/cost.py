@@ -65,9 +65,15 @@ def _cap(sev: Severity, to: Severity) -> Severity:
     return order[max(order.index(sev), order.index(to))]
 
 
-def apply(found: list[tuple[Finding, bool]], facts: TaskFacts, dot_dtypes: list[str]) -> None:
+def apply(
+    found: list[tuple[Finding, bool]],
+    facts: TaskFacts,
+    dot_dtypes: list[str],
+    outside: dict[str, float] | None = None,
+) -> None:
     """Set each finding's `saves_s` and `cost`, and cap severities where a measured time says the cost
-    is not there. A capped cause stays a cause: among info findings the code's own come first."""
+    is not there. A capped cause stays a cause: among info findings the code's own come first. Patterns in
+    `outside` save time outside this kernel's duration (fusion, launch overhead): costed, never capped."""
     t, src = kernel_time(facts)
     floor = achievable_floor(facts, dot_dtypes)
     if t is not None and floor is not None and floor / t > IMPLAUSIBLE:
@@ -75,6 +81,14 @@ def apply(found: list[tuple[Finding, bool]], facts: TaskFacts, dot_dtypes: list[
     at_roof = t is not None and floor is not None and floor / t >= AT_ROOF
     for i, (f, cause) in enumerate(found):
         s = min(f.score, 0.9)
+        if f.pattern in (outside or {}):
+            base = t if t is not None else (floor * s / (1 - s) if floor is not None else 0.0)
+            f.saves_s = max(s * base, s * (outside or {})[f.pattern])
+            f.cost = (
+                f"modelled: saves time outside this kernel's own duration (another kernel's traffic or a launch): "
+                f"~{f.saves_s * 1e6:.1f} us"
+            )
+            continue
         if t is not None and floor is not None:
             f.saves_s = max(0.0, min(s * t, t - floor))
             f.cost = (

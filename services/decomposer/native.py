@@ -284,7 +284,7 @@ def match(ev: NativeEvidence) -> list[Finding]:
         dyn = p.dynamic(ev) if p.dynamic and ev.dyn else None  # type: ignore[arg-type]
         if fc := pt.finding(p, st(ev) if st else None, dyn):
             found.append(fc)
-    cost.apply(found, ev.facts, [])
+    cost.apply(found, ev.facts, [], pt.ranking.outside(PATTERNS))
     return pt.rank(found)
 
 

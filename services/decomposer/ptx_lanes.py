@@ -26,6 +26,7 @@ _LABEL = re.compile(r"^(\$?[\w$]+):\s*$")
 _INSTR = re.compile(r"^(@!?%\w+\s+)?([a-z][\w.]*)\s*(.*?);")
 _BITS = {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16, "b32": 32}
 _BITS |= {"u32": 32, "s32": 32, "f32": 32, "b64": 64, "u64": 64, "s64": 64, "f64": 64, "b128": 128}
+_BRACE = re.compile(r"[{}]")
 _IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)$")
 
 
@@ -125,15 +126,12 @@ def _entry_body(ptx: str, kernel: str) -> tuple[str, str, str]:
         if kernel and name != kernel:
             continue
         start = ptx.find("{", m.end())
-        depth, i = 0, start
-        while i < len(ptx):
-            if ptx[i] == "{":
-                depth += 1
-            elif ptx[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
+        depth, i = 0, len(ptx)
+        for b in _BRACE.finditer(ptx, start):
+            depth += 1 if b.group() == "{" else -1
+            if depth == 0:
+                i = b.start()
+                break
         return name, ptx[m.end() : start], ptx[start + 1 : i]
     raise ValueError(
         f"no .entry {kernel!r} in the PTX" if kernel else "no .entry in the PTX: pass the compile tool's PTX"
@@ -183,6 +181,8 @@ def parse_ptx(ptx: str, kernel: str = "") -> PtxKernel:
 
 
 def _split_operands(text: str) -> list[str]:
+    if "[" not in text and "{" not in text:
+        return [t for t in text.split(",") if t.strip()]
     out, depth, cur = [], 0, ""
     for ch in text:
         if ch in "[{":

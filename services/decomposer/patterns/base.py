@@ -37,6 +37,10 @@ class Pattern:
     # What the static predicate reads beyond the TTGIR/PTX text: "grid", "ptxas", "sass", "ptx", "costs"
     # (FLOP/byte formulas), "measured" (a kernel time), "ncu" (counters). Missing -> listed as unchecked.
     requires: tuple[str, ...] = ()
+    # False when what the fix saves is not in this kernel's own time (a fusion saves the other kernel's
+    # traffic, launch overhead is outside the measured duration): the roofline cap does not apply
+    cost_in_kernel: bool = True
+    outside_saves_s: float = 0.0  # for such a pattern: the least time its fix saves (e.g. one launch)
 
 
 def _share(ev: Evidence, a: Access) -> float:

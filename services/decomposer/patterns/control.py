@@ -309,6 +309,7 @@ PATTERNS.append(
         missed_fusion_elementwise,
         requires=("costs",),
         fix_transform="fuse_epilogue",
+        cost_in_kernel=False,
     )
 )
 

@@ -290,6 +290,8 @@ PATTERNS.append(
         launch_bound_tiny_kernel,
         requires=("costs",),
         fix_transform="rows_per_program",
+        cost_in_kernel=False,
+        outside_saves_s=LAUNCH_FLOOR_S,
     )
 )
 

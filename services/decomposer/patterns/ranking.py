@@ -51,6 +51,11 @@ def rank(found: list[tuple[Finding, bool]]) -> list[Finding]:
     return [f for f, _ in order]
 
 
+def outside(patterns: tuple[Pattern, ...]) -> dict[str, float]:
+    """Patterns whose saving lies outside the kernel's own duration -> the least time their fix saves."""
+    return {p.id: p.outside_saves_s for p in patterns if not p.cost_in_kernel}
+
+
 def match(ev: Evidence, patterns: tuple[Pattern, ...]) -> list[Finding]:
     """Every matching pattern, costed (services/decomposer/cost.py), most important first (see `rank`)."""
     found = []
@@ -58,7 +63,7 @@ def match(ev: Evidence, patterns: tuple[Pattern, ...]) -> list[Finding]:
         dynamic = p.dynamic(ev) if p.dynamic is not None and ev.dyn else None
         if fc := finding(p, p.static(ev), dynamic):
             found.append(fc)
-    cost.apply(found, ev.facts, [d.a_dtype for d in ev.dots])
+    cost.apply(found, ev.facts, [d.a_dtype for d in ev.dots], outside(patterns))
     return rank(found)
 
 
