@@ -92,6 +92,7 @@ def capture(case, out_root: Path) -> Path:
         "target": "cuda:90",
         "captured_by": "tests/decomposer/capture_cuda_corpus.py",
         "bench_only": False,
+        "kind": case.kind,
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     return out

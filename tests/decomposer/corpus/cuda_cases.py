@@ -31,6 +31,7 @@ class CudaCase:
     nvcc_flags: tuple[str, ...] = ()
     kernels_in_task: int = 1
     notes: str = field(default="")
+    kind: str = "seed"  # as Case.kind (cases_more.py): seed / planted / clean / oss / no_cost
 
 
 N = 1 << 24  # 16.7 M fp32: 64 MB per tensor, beyond the 60 MB L2
@@ -387,6 +388,7 @@ CUDA_CASES: tuple[CudaCase, ...] = (
         flops=2.0 * 32 * 8 * N,
         bytes_moved=_ew(N, 2),
         expect="warp_divergence",
+        kind="planted",
     ),
     CudaCase(
         "cuda_clean_warp_parity_branch",
@@ -398,6 +400,7 @@ CUDA_CASES: tuple[CudaCase, ...] = (
         flops=2.0 * 32 * 8 * N,
         bytes_moved=_ew(N, 2),
         notes="clean counterpart of cuda_lane_parity_branch: the branch is uniform per warp",
+        kind="clean",
     ),
     CudaCase(
         "cuda_no_launch_bounds_one_warp",
@@ -410,5 +413,6 @@ CUDA_CASES: tuple[CudaCase, ...] = (
         bytes_moved=_ew(N, 2),
         expect="occupancy_limited_by_block_size",
         notes="no __launch_bounds__: warps and occupancy come from the launch's block",
+        kind="planted",
     ),
 )
