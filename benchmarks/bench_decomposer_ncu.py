@@ -107,6 +107,10 @@ TRITON_ELEMS: dict[str, int] = {
     "oss_tutorial_layernorm_dw_lock": 16384 * 4096,
     "clean_dw_partials": 16384 * 4096,
     "small_tile_add": E24,
+    "matmul_bk16": 4096 * 4096,
+    "clean_matmul_bk64_4k": 4096 * 4096,
+    "colsum_atomic_split": 16384 * 4096,
+    "clean_colsum_partials": 16384 * 4096,
 }
 ZEROED = {"lock_ptr"}  # a spin lock must start free (a random 1 would be held forever)
 NOT_LAUNCHED = {"print_left_in": "device_print of 16.7 M values would flood the profiled launch"}

@@ -51,11 +51,11 @@ def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
     assert all(len(b["cases"]) <= 16 and {lang[c] for c in b["cases"]} == {b["language"]} for b in batches)
     assert [(b["language"], len(b["cases"])) for b in batches] == [
         ("triton", 16),
-        ("triton", 8),
+        ("triton", 11),
         ("cuda", 14),
         ("triton", 16),
         ("triton", 16),
-        ("triton", 9),
+        ("triton", 10),
     ]
     assert {r["case"]: r["batch"] for r in res["cases"]}["print_left_in"] is None  # never launched
     assert all("outcome" not in b for b in batches)  # nothing ran

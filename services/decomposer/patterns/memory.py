@@ -547,3 +547,35 @@ PATTERNS.append(
         integer_modulo_in_address,
     )
 )
+
+
+def atomic_output_accumulation(ev: Evidence) -> Match | None:
+    hits = [
+        a
+        for a in ev.accesses
+        if a.kind == "atomic" and a.shape and not a.in_loop and a.cls not in ("uniform", "scalar")
+    ]
+    if not hits or (ev.programs is not None and ev.programs <= 1):
+        return None
+    return Match(
+        0.35,
+        _locs(ev, hits),
+        [
+            f"{a.op.name} of a {a.dtype}{list(a.shape)} tile into the output: programs sharing an output "
+            "tile serialise in L2 (and the fp32 sum order is not deterministic); write partials and reduce "
+            "them in a second pass"
+            for a in hits[:2]
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "atomic_output_accumulation",
+        "programs accumulate tiles into the output with atomics (split reduction)",
+        "medium",
+        ("source_edit",),
+        atomic_output_accumulation,
+        fix_transform="two_stage_reduction",
+    )
+)

@@ -6,6 +6,7 @@ from services.decomposer.evidence import Evidence
 from services.decomposer.patterns.base import (
     Match,
     Pattern,
+    _ancestors_ops,
     _at,
     _depends_on_loop,
     _locs,
@@ -240,7 +241,13 @@ def k_loop_masked_every_iteration(ev: Evidence) -> Match | None:
             if o.name not in ("tt.load", "ttg.async_copy_global_to_local") or len(o.operands) < 2:
                 continue
             mask = o.operands[1] if o.name == "tt.load" else (o.operands[2] if len(o.operands) > 2 else "")
-            if mask and _depends_on_loop(ev, mask, lp.op.id):
+            # an element-wise K mask (built from a range) that moves with the loop index; the software
+            # pipeliner's own predicate (a splat of `iteration < last`) is not one
+            if (
+                mask
+                and _depends_on_loop(ev, mask, lp.op.id)
+                and any(x.name == "tt.make_range" for x in _ancestors_ops(ev, mask))
+            ):
                 hits.append((lp, o))
     if not hits:
         return None
@@ -265,5 +272,41 @@ PATTERNS.append(
         ("source_edit", "set_constexpr"),
         k_loop_masked_every_iteration,
         fix_transform="even_k_specialise",
+    )
+)
+
+
+def dot_k_tile_small(ev: Evidence) -> Match | None:
+    """A K tile of 16 in a K loop: one wgmma k-step per iteration, so the loop's fixed cost (barrier,
+    async-copy wait, index math) is paid every 16 elements of K."""
+    hits = [
+        d
+        for d in ev.dots
+        if d.tensor_cores
+        and d.op.loops
+        and d.k <= 16
+        and min(d.m, d.n) >= 64
+        and d.a_dtype in ("bf16", "f16")
+    ]
+    if not hits:
+        return None
+    return Match(
+        0.3,
+        [x for d in hits for x in _at(ev, d.op)],
+        [
+            f"tt.dot {d.a_dtype} {d.m}x{d.n}x{d.k} in the K loop: BLOCK_K = {d.k} is one MMA k-step per "
+            "iteration; the loop's wait/barrier/index cost is paid every 16 K (use BLOCK_K 64)"
+            for d in hits
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "dot_k_tile_small",
+        "the K tile is a single MMA k-step (BLOCK_K 16): loop overhead every iteration",
+        "medium",
+        ("set_constexpr",),
+        dot_k_tile_small,
     )
 )

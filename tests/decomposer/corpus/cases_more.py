@@ -14,6 +14,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from tests.decomposer.corpus.cases import E24, Case, _ew
+from tests.decomposer.corpus.cases import matmul_kernel as _MATMUL
 
 # ---------------------------------------------------------------- memory
 
@@ -151,6 +152,27 @@ def matmul_kmask_kernel(
         a += BK
         b += BK * sbk
     tl.store(c_ptr + rm[:, None] * scm + rn[None, :], acc.to(c_ptr.dtype.element_ty))
+
+
+@triton.jit
+def colsum_atomic_kernel(x_ptr, out_ptr, n_rows, n_cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    # split reduction: each program sums ROWS rows of a column block and adds its tile atomically
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    r0 = tl.program_id(1) * ROWS
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for r in range(ROWS):
+        acc += tl.load(x_ptr + (r0 + r) * n_cols + cols)
+    tl.atomic_add(out_ptr + cols, acc)  # planted: SPLIT programs per output tile
+
+
+@triton.jit
+def colsum_partial_kernel(x_ptr, out_ptr, n_rows, n_cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    r0 = tl.program_id(1) * ROWS
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for r in range(ROWS):
+        acc += tl.load(x_ptr + (r0 + r) * n_cols + cols)
+    tl.store(out_ptr + tl.program_id(1) * n_cols + cols, acc)  # partials, summed by a second pass
 
 
 # ---------------------------------------------------------------- control and math
@@ -354,6 +376,18 @@ MORE_CASES: tuple[Case, ...] = (
     Case("clean_dw_partials", dw_partial_kernel, {"dy_ptr": "*fp32", "x_ptr": "*fp32", "dw_ptr": "*fp32",
          "lock_ptr": "*i32", "stride": _COLS, "n_cols": _COLS}, {"GROUP": 64, "BLOCK": 4096}, num_warps=8,
          grid=(_ROWS,), flops=_ROWS * _COLS, bytes_moved=_ew(_ROWS * _COLS, 3), kind="clean"),
+    Case("matmul_bk16", _MATMUL, {**_BF, **_MM},
+         {"BM": 128, "BN": 128, "BK": 16, "GROUP_M": 8, "PREC": "tf32"}, num_warps=8, num_stages=3,
+         grid=((4096 // 128) ** 2,), flops=_MMF, bytes_moved=_MMB, expect="dot_k_tile_small", kind="planted"),
+    Case("clean_matmul_bk64_4k", _MATMUL, {**_BF, **_MM}, {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8,
+         "PREC": "tf32"}, num_warps=8, num_stages=3, grid=((4096 // 128) ** 2,), flops=_MMF, bytes_moved=_MMB,
+         kind="clean"),
+    Case("colsum_atomic_split", colsum_atomic_kernel, {**_F2, "n_rows": 16384, "n_cols": 4096},
+         {"ROWS": 256, "BLOCK": 1024}, grid=(4, 64), flops=16384 * 4096, bytes_moved=_ew(16384 * 4096, 1),
+         expect="atomic_output_accumulation", kind="planted"),
+    Case("clean_colsum_partials", colsum_partial_kernel, {**_F2, "n_rows": 16384, "n_cols": 4096},
+         {"ROWS": 256, "BLOCK": 1024}, grid=(4, 64), flops=16384 * 4096, bytes_moved=_ew(16384 * 4096, 1),
+         kind="clean"),
     Case("small_tile_add", small_tile_add_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
          "n": E24}, {"BLOCK": 128}, num_warps=4, grid=(E24 // 128,), flops=E24, bytes_moved=_ew(E24, 3),
          expect="tiny_tile_per_program", kind="planted"),
