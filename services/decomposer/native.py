@@ -217,6 +217,49 @@ def divergent_branch_around_barrier(ev: NativeEvidence) -> Match | None:
     )
 
 
+def barrier_in_loop(ev: NativeEvidence) -> Match | None:
+    """bar.sync inside a loop that touches no shared memory: nothing for the barrier to order."""
+    guarded = {id(b) for _, bars in ev.ptx.divergent_barriers for b in bars}
+    hits = []
+    for lo, hi in ev.ptx.loops:
+        body = ev.ptx.instrs[lo : hi + 1]
+        if any(".shared" in i.opcode for i in body):
+            continue
+        hits += [i for i in body if i.opcode.startswith(("bar.sync", "barrier")) and id(i) not in guarded]
+    if not hits:
+        return None
+    lines = sorted({(i.file, i.line) for i in hits if i.file})
+    return Match(
+        0.35,
+        [f"{f}:{ln}" for f, ln in lines][:4],
+        [
+            (
+                f"{len(hits)} bar.sync in a loop with no shared-memory access: every warp waits for the slowest "
+                "each iteration, for nothing"
+            )
+        ],
+    )
+
+
+def read_only_load_not_nc(ev: NativeEvidence) -> Match | None:
+    """Global loads of a kernel that never loads through the read-only (.nc) path: inputs lack
+    `const __restrict__`. Small on Hopper (L1 caches global loads anyway): a smell, low."""
+    loads = [a for a in ev.ptx.accesses if a.space == "global" and a.kind == "load"]
+    if not loads or any(".nc" in a.instr.opcode for a in loads):
+        return None
+    return Match(
+        0.04,
+        ev.locs(loads),
+        [
+            (
+                f"{len(loads)} ld.global without .nc: no input is `const __restrict__`, so the compiler cannot use "
+                "the read-only data path (a small gain on sm_90, where L1 caches global loads too)"
+            )
+        ],
+        "low",
+    )
+
+
 def fp64_arithmetic(ev: NativeEvidence) -> Match | None:
     ops = ev.ptx.f64_ops
     if not ops:
@@ -262,6 +305,8 @@ STATIC: dict[str, Callable[[NativeEvidence], Match | None]] = {
     "local_memory_array": local_memory_array,
     "divergent_branch_around_barrier": divergent_branch_around_barrier,
     "warp_divergence": lambda ev: divergence.warp_divergence(ev.ptx),
+    "barrier_in_loop": barrier_in_loop,
+    "read_only_load_not_nc": read_only_load_not_nc,
     "fp64_arithmetic": fp64_arithmetic,
     "occupancy_limited_by_registers": lambda ev: _occ(ev, "registers"),
     "occupancy_limited_by_shared_memory": lambda ev: _occ(ev, "shared memory"),

@@ -52,7 +52,8 @@ def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
     assert [(b["language"], len(b["cases"])) for b in batches] == [
         ("triton", 16),
         ("triton", 11),
-        ("cuda", 14),
+        ("cuda", 16),
+        ("cuda", 1),
         ("triton", 16),
         ("triton", 16),
         ("triton", 10),

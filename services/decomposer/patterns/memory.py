@@ -14,6 +14,7 @@ from services.decomposer.patterns.base import (
     _depends_on_loop,
     _locs,
     _share,
+    static_none,
 )
 from services.decomposer.ttgir import value_type
 
@@ -577,5 +578,16 @@ PATTERNS.append(
         ("source_edit",),
         atomic_output_accumulation,
         fix_transform="two_stage_reduction",
+    )
+)
+
+
+PATTERNS.append(
+    Pattern(
+        "read_only_load_not_nc",
+        "CUDA C++: no input is `const __restrict__`, so no load takes the read-only (.nc) path",
+        "low",
+        ("source_edit",),
+        static_none,
     )
 )

@@ -255,6 +255,44 @@ extern "C" __global__ void scale_one_warp(const float* __restrict__ in, float* _
 }
 """
 
+# A barrier every iteration of a loop that touches no shared memory (a leftover __syncthreads).
+BARRIER_LOOP = r"""
+extern "C" __global__ void __launch_bounds__(256)
+barrier_poly(const float* __restrict__ in, float* __restrict__ out, int n, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = i < n ? in[i] : 0.0f;
+    for (int it = 0; it < iters; ++it) {
+        v = v * 1.0001f + 0.5f;
+        __syncthreads();
+    }
+    if (i < n) out[i] = v;
+}
+"""
+
+# Clean twin: the same loop without the barrier.
+NO_BARRIER_LOOP = r"""
+extern "C" __global__ void __launch_bounds__(256)
+poly(const float* __restrict__ in, float* __restrict__ out, int n, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = i < n ? in[i] : 0.0f;
+    for (int it = 0; it < iters; ++it) {
+        v = v * 1.0001f + 0.5f;
+    }
+    if (i < n) out[i] = v;
+}
+"""
+
+# No cost: saxpy whose inputs are not `const __restrict__` (no ld.global.nc); cuda_clean_saxpy is its twin.
+SAXPY_NO_RESTRICT = r"""
+extern "C" __global__ void __launch_bounds__(256)
+saxpy_alias(const float* x, const float* y, float* out, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = a * x[i] + y[i];
+    }
+}
+"""
+
 
 def _ew(n: int, tensors: int) -> float:
     return float(n * tensors * 4)
@@ -414,5 +452,40 @@ CUDA_CASES: tuple[CudaCase, ...] = (
         expect="occupancy_limited_by_block_size",
         notes="no __launch_bounds__: warps and occupancy come from the launch's block",
         kind="planted",
+    ),
+    CudaCase(
+        "cuda_barrier_in_loop",
+        "barrier_poly",
+        BARRIER_LOOP,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 64)),
+        flops=2.0 * 64 * N,
+        bytes_moved=_ew(N, 2),
+        expect="barrier_in_loop",
+        kind="planted",
+    ),
+    CudaCase(
+        "cuda_clean_poly_loop",
+        "poly",
+        NO_BARRIER_LOOP,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 64)),
+        flops=2.0 * 64 * N,
+        bytes_moved=_ew(N, 2),
+        kind="clean",
+    ),
+    CudaCase(
+        "cuda_saxpy_no_restrict",
+        "saxpy_alias",
+        SAXPY_NO_RESTRICT,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("in", N), ("out", N), ("float", 2.0), ("int", N)),
+        flops=2.0 * N,
+        bytes_moved=_ew(N, 3),
+        expect="read_only_load_not_nc",
+        kind="no_cost",
     ),
 )
