@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -69,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     att = next(r for r in rows if r["case"] == "bench_attention_fwd")
     result = {
         "method": f"time.perf_counter around decompose(), median of {args.reps} runs, one CPU process",
-        "machine": {"python": platform.python_version(), "cpu": platform.processor() or platform.machine()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "load_avg_1m_at_end": round(os.getloadavg()[0], 1),  # a shared machine: timings scale with it
+        },
         "token_rule": TOKEN_RULE,
         "token_limit": TOKEN_LIMIT,
         "attention": {
