@@ -1,4 +1,4 @@
-"""The `launch_grid` tool: the programs each Triton launch of a task runs, per config, at a named shape.
+"""The `launch_grid` tool: the programs each launch of a task runs (Triton or CUDA C++), per config, at a shape.
 
 The planner's wave model (search.estimate) needs the program count, and only the task's `launch()` knows
 it: `l1_col_reduce` launches `cdiv(cols, BLOCK_N)` programs, so its widest column block leaves 32 programs
@@ -55,9 +55,10 @@ def run(args: LaunchGridInput) -> LaunchGridOutput:
 SPEC = ToolSpec(
     name="launch_grid",
     version="1",
-    description=("The grid and program count of every Triton launch a task's launch() makes, for each given "
-                 "config, at a named shape (default full), recorded on meta-device inputs: no GPU, no "
-                 "kernel runs. Feeds the planner's waves-per-SM estimate."),
+    description=("The grid and program count (CUDA C++: also the block) of every launch a task's launch() "
+                 "makes, for each given config, at a named shape (default full), recorded on meta-device "
+                 "(CUDA: fake CUDA) inputs: no GPU, no kernel runs. Feeds the planner's waves-per-SM "
+                 "estimate and the decomposer's grid."),
     input=LaunchGridInput,
     output=LaunchGridOutput,
     run=run,
