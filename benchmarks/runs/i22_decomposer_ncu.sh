@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # H200 (device tool), issue 22: the decomposer's corpus attribution with ncu evidence on the whole corpus
-# (87 scored cases: the seed corpus, and the cases of tests/decomposer/corpus/cases_more.py and the three
+# (89 scored cases: the seed corpus, and the cases of tests/decomposer/corpus/cases_more.py and the three
 # new CUDA C++ cases: planted, clean twins, kernels from the Triton tutorials, smells without cost).
 # Measures, per case: one ncu profile of one launch (every counter) -> top-1 / top-3 / clean high-FP with
 # static and with static+ncu evidence, per kind of case, and which planted smells run within 10 % of their

@@ -260,6 +260,43 @@ def read_only_load_not_nc(ev: NativeEvidence) -> Match | None:
     )
 
 
+def _loop_instrs(ev: NativeEvidence, prefixes: tuple[str, ...]) -> list:
+    return [i for i in ev.ptx.instrs if i.opcode.startswith(prefixes) and ev.ptx.in_loop(i.idx)]
+
+
+def integer_division_in_hot_loop(ev: NativeEvidence) -> Match | None:
+    """PTX div/rem on integers by a register (not an immediate: the compiler strength-reduces those)."""
+    hits = [
+        i
+        for i in _loop_instrs(ev, ("div.s", "div.u", "rem.s", "rem.u"))
+        if len(i.operands) >= 3 and i.operands[2].startswith("%")
+    ]
+    if not hits:
+        return None
+    lines = sorted({(i.file, i.line) for i in hits if i.file})
+    return Match(
+        0.35,
+        [f"{f}:{ln}" for f, ln in lines][:4],
+        [f"{len(hits)} integer div/rem by a run-time value inside a loop (~20+ instructions each)"],
+    )
+
+
+def slow_precise_math(ev: NativeEvidence) -> Match | None:
+    """IEEE-rounded f32 division/sqrt (div.rn.f32, sqrt.rn.f32) inside a loop: no fast-math intrinsic."""
+    hits = _loop_instrs(ev, ("div.rn.f32", "sqrt.rn.f32"))
+    if not hits:
+        return None
+    lines = sorted({(i.file, i.line) for i in hits if i.file})
+    return Match(
+        0.15,
+        [f"{f}:{ln}" for f, ln in lines][:4],
+        [
+            f"{len(hits)} IEEE-precise f32 div/sqrt inside a loop (__fdividef / rsqrtf or a reciprocal would do)"
+        ],
+        "low",
+    )
+
+
 def fp64_arithmetic(ev: NativeEvidence) -> Match | None:
     ops = ev.ptx.f64_ops
     if not ops:
@@ -306,6 +343,8 @@ STATIC: dict[str, Callable[[NativeEvidence], Match | None]] = {
     "divergent_branch_around_barrier": divergent_branch_around_barrier,
     "warp_divergence": lambda ev: divergence.warp_divergence(ev.ptx),
     "barrier_in_loop": barrier_in_loop,
+    "integer_division_in_hot_loop": integer_division_in_hot_loop,
+    "slow_precise_math": slow_precise_math,
     "read_only_load_not_nc": read_only_load_not_nc,
     "fp64_arithmetic": fp64_arithmetic,
     "occupancy_limited_by_registers": lambda ev: _occ(ev, "registers"),

@@ -53,7 +53,7 @@ def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
         ("triton", 16),
         ("triton", 11),
         ("cuda", 16),
-        ("cuda", 1),
+        ("cuda", 3),
         ("triton", 16),
         ("triton", 16),
         ("triton", 10),

@@ -31,7 +31,12 @@ ADDED = {
     "atomic_output_accumulation": ("colsum_atomic_split", "clean_colsum_partials"),
     "read_only_load_not_nc": ("cuda_saxpy_no_restrict", "cuda_clean_saxpy"),
 }
-CUDA_ALSO = {"barrier_in_loop": ("cuda_barrier_in_loop", "cuda_clean_poly_loop")}
+# patterns whose CUDA C++ predicate came with issue 22 (services/decomposer/native.py)
+CUDA_ALSO = {
+    "barrier_in_loop": ("cuda_barrier_in_loop", "cuda_clean_poly_loop"),
+    "integer_division_in_hot_loop": ("cuda_int_div_loop", "cuda_clean_poly_loop"),
+    "slow_precise_math": ("cuda_precise_div_loop", "cuda_clean_poly_loop"),
+}
 
 
 def _findings(case: str) -> tuple[list, dict]:
@@ -44,6 +49,7 @@ def test_planted_case_names_it_and_the_clean_twin_does_not(pattern: str) -> None
     pid = pattern.split("@")[0]
     planted, clean = (CUDA_ALSO if pattern.endswith("@cuda") else ADDED)[pid]
     found, meta = _findings(planted)
+    assert not pattern.endswith("@cuda") or meta.get("language") == "cuda"
     assert meta["expect"] == pid
     if meta.get("kind") == "no_cost":
         assert pid in [f.pattern for f in found[:3]] and not any(f.severity == "high" for f in found), found

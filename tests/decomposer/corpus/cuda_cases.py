@@ -293,6 +293,34 @@ saxpy_alias(const float* x, const float* y, float* out, float a, int n) {
 }
 """
 
+# Integer remainder by a run-time value every iteration (a ring-buffer weight index, the same for all lanes).
+INT_DIV_LOOP = r"""
+extern "C" __global__ void __launch_bounds__(256)
+ring_gather(const float* __restrict__ in, float* __restrict__ out, int n, int iters, int ring) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = in[i], acc = 0.0f;
+    for (int it = 0; it < iters; ++it) {
+        acc += x * (float)((it * 977 + i) % ring);
+    }
+    out[i] = acc;
+}
+"""
+
+# IEEE division every iteration (no -use_fast_math).
+PRECISE_DIV_LOOP = r"""
+extern "C" __global__ void __launch_bounds__(256)
+precise_div(const float* __restrict__ in, float* __restrict__ out, int n, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = in[i];
+    for (int it = 0; it < iters; ++it) {
+        v = v / (1.0f + v * v);
+    }
+    out[i] = v;
+}
+"""
+
 
 def _ew(n: int, tensors: int) -> float:
     return float(n * tensors * 4)
@@ -487,5 +515,29 @@ CUDA_CASES: tuple[CudaCase, ...] = (
         bytes_moved=_ew(N, 3),
         expect="read_only_load_not_nc",
         kind="no_cost",
+    ),
+    CudaCase(
+        "cuda_int_div_loop",
+        "ring_gather",
+        INT_DIV_LOOP,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 64), ("int", 4093)),
+        flops=2.0 * 64 * N,
+        bytes_moved=_ew(N, 2),
+        expect="integer_division_in_hot_loop",
+        kind="planted",
+    ),
+    CudaCase(
+        "cuda_precise_div_loop",
+        "precise_div",
+        PRECISE_DIV_LOOP,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 64)),
+        flops=3.0 * 64 * N,
+        bytes_moved=_ew(N, 2),
+        expect="slow_precise_math",
+        kind="planted",
     ),
 )
