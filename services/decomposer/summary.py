@@ -65,7 +65,8 @@ def build(
     for f in findings[:6]:
         loc = f" @{f.locations[0]}" if f.locations else ""
         ev = f": {f.evidence[0]}" if f.evidence else ""
-        lines.append(f"! {f.severity} {f.pattern}{loc}{ev}"[:220])
+        gain = f" saves~{f.saves_s * 1e6:.0f}us" if f.saves_s is not None and f.saves_s >= 1e-6 else ""
+        lines.append(f"! {f.severity} {f.pattern}{gain}{loc}{ev}"[:220])
     seen: set[tuple[str, int | None, str]] = set()
     cand = sorted(
         (n for n in nodes if n.op in _RANK), key=lambda n: (_RANK[n.op], 0 if n.loop is not None else 1, n.id)
