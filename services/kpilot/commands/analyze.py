@@ -101,7 +101,8 @@ def render(d: dict[str, Any]) -> str:
 def _patterns(args: argparse.Namespace) -> int:
     from services.decomposer.patterns import PATTERNS
     rows = [{"id": p.id, "description": p.description, "severity": p.severity,
-             "dynamic": p.dynamic is not None} for p in PATTERNS]
+             "dynamic": p.dynamic is not None, "fix_transform": p.fix_transform,
+             "requires": list(p.requires)} for p in PATTERNS]
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
