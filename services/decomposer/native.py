@@ -186,6 +186,9 @@ def shared_bank_conflicts(ev: NativeEvidence) -> Match | None:
 def local_memory_array(ev: NativeEvidence) -> Match | None:
     p = ev.ptxas
     local = _uniq([a for a in ev.ptx.accesses if a.space == "local"])
+    trig = {(i.file, i.line) for i in ev.ptx.f64_ops if i.idx in pt.control.trig_f64_ops(ev.ptx)}
+    if trig and all((a.instr.file, a.line) in trig for a in local):
+        return None  # sinf/cosf's slow-path array: trig_slow_range_reduction names it
     if p is None or p.spill_stores + p.spill_loads > 0 or p.stack_frame == 0 or not local:
         return None
     n = ev.sass_count(("LDL", "STL"))
@@ -265,11 +268,12 @@ def _loop_instrs(ev: NativeEvidence, prefixes: tuple[str, ...]) -> list:
 
 
 def integer_division_in_hot_loop(ev: NativeEvidence) -> Match | None:
-    """PTX div/rem on integers by a register (not an immediate: the compiler strength-reduces those)."""
+    """PTX div/rem on integers by a register (not an immediate: the compiler strength-reduces those);
+    64-bit ones are int64_division's."""
     hits = [
         i
         for i in _loop_instrs(ev, ("div.s", "div.u", "rem.s", "rem.u"))
-        if len(i.operands) >= 3 and i.operands[2].startswith("%")
+        if len(i.operands) >= 3 and i.operands[2].startswith("%") and not i.opcode.endswith(("64",))
     ]
     if not hits:
         return None
@@ -298,7 +302,13 @@ def slow_precise_math(ev: NativeEvidence) -> Match | None:
 
 
 def fp64_arithmetic(ev: NativeEvidence) -> Match | None:
-    ops = ev.ptx.f64_ops
+    """f64 PTX instructions, less those another pattern names as the cause: float math promoted by double
+    literals (float_promoted_to_double) and sinf's Payne-Hanek reduction (trig_slow_range_reduction)."""
+    promoted = {i.idx for i in pt.control._promoted(ev.ptx)}
+    trig = pt.control.trig_f64_ops(ev.ptx)
+    ops = [o for o in ev.ptx.f64_ops if o.idx not in promoted and o.idx not in trig]
+    if promoted:  # the widening/narrowing cvts around a promoted op go with it
+        ops = [o for o in ops if not o.opcode.startswith("cvt")]
     if not ops:
         return None
     n_sass = ev.sass_count(_FP64_SASS)
@@ -347,6 +357,27 @@ STATIC: dict[str, Callable[[NativeEvidence], Match | None]] = {
     "slow_precise_math": slow_precise_math,
     "read_only_load_not_nc": read_only_load_not_nc,
     "fp64_arithmetic": fp64_arithmetic,
+    # issue 22, library 60 -> 80: predicates over `ev.ptx` / `ev.threads` / `ev.facts` shared with Triton
+    **{
+        p.id: p.static  # type: ignore[misc]
+        for p in PATTERNS
+        if p.id
+        in (
+            "volatile_access_in_loop",
+            "memory_fence_in_loop",
+            "device_heap_allocation",
+            "global_atomics_not_privatised",
+            "shared_memory_tree_reduction",
+            "barrier_after_last_shared_use",
+            "matmul_on_cuda_cores",
+            "block_not_multiple_of_warp",
+            "float_promoted_to_double",
+            "noinline_call_in_loop",
+            "trig_slow_range_reduction",
+            "int64_division",
+            "timing_instrumentation_left_in",
+        )
+    },
     "occupancy_limited_by_registers": lambda ev: _occ(ev, "registers"),
     "occupancy_limited_by_shared_memory": lambda ev: _occ(ev, "shared memory"),
     "occupancy_limited_by_block_size": lambda ev: _occ(ev, "blocks"),

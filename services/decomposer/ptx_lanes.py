@@ -118,6 +118,18 @@ class PtxKernel:
     def in_loop(self, idx: int) -> bool:
         return any(a <= idx <= b for a, b in self.loops)
 
+    def calls(self) -> list[tuple[PtxInstr, str]]:
+        """Each `call` with its callee (malloc, vprintf, a __noinline__ function's name)."""
+        out = []
+        for i in self.instrs:
+            if i.opcode.startswith("call"):
+                callee = next((o for o in i.operands if not o.startswith("(")), "")
+                out.append((i, callee))
+        return out
+
+
+_CALL = re.compile(r"\bcall(?:\.uni)?\s[^;]*;")
+
 
 def _entry_body(ptx: str, kernel: str) -> tuple[str, str, str]:
     """(name, header between `.entry` and `{`, body) of the named entry (the first when "")."""
@@ -149,6 +161,7 @@ def parse_ptx(ptx: str, kernel: str = "") -> PtxKernel:
     if nt:
         k.maxntid = tuple(int(x) for x in nt.group(1).replace(" ", "").split(",") if x)
     file, line = "", 0
+    body = _CALL.sub(lambda m: " ".join(m.group().split()), body)  # a call statement spans lines
     for raw in body.splitlines():
         s = raw.strip()
         if not s or s.startswith("//"):

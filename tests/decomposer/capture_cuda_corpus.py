@@ -93,6 +93,7 @@ def capture(case, out_root: Path) -> Path:
         "captured_by": "tests/decomposer/capture_cuda_corpus.py",
         "bench_only": False,
         "kind": case.kind,
+        **({"origin": case.origin} if case.origin else {}),
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     return out

@@ -134,3 +134,16 @@ def _depends_on_loop(ev: Evidence, value: str, loop_id: int) -> bool:
 
 def static_none(ev: Evidence) -> Match | None:
     return None
+
+
+def _ptx_locs(instrs) -> list[str]:
+    """file:line of PTX instructions (ptx_lanes.PtxInstr), in order, each once."""
+    return list(dict.fromkeys(f"{i.file}:{i.line}" for i in instrs if i.file))[:4]
+
+
+def _ptx_loop(ev, prefixes: tuple[str, ...]) -> list:
+    """PTX instructions inside a loop whose opcode starts with one of `prefixes` (Triton or CUDA PTX)."""
+    k = ev.ptx
+    if k is None:
+        return []
+    return [i for i in k.instrs if i.opcode.startswith(prefixes) and k.in_loop(i.idx)]

@@ -11,6 +11,8 @@ from services.decomposer.patterns.base import (
     _ancestors_ops,
     _at,
     _locs,
+    _ptx_locs,
+    _ptx_loop,
 )
 from services.decomposer.ttgir import defining_op
 
@@ -500,5 +502,317 @@ PATTERNS.append(
         ("source_edit",),
         spin_lock_atomic_cas,
         fix_transform="two_stage_reduction",
+    )
+)
+
+
+# ---- issue 22, library 60 -> 80. PTX predicates read `ev.ptx` (Triton and CUDA C++ alike).
+
+_F64_ARITH = ("add.f64", "sub.f64", "mul.f64", "fma.rn.f64", "add.rn.f64", "mul.rn.f64", "sub.rn.f64")
+
+
+def _promoted(k) -> list:
+    """f64 arithmetic with an f64 immediate (0d...) applied to a float just widened by cvt.f64.f32: a
+    float expression promoted to double by a double literal (`x * 0.5` instead of `x * 0.5f`)."""
+    widened = {i.operands[0] for i in k.instrs if i.opcode == "cvt.f64.f32" and i.operands}
+    narrowed = {
+        i.operands[1] for i in k.instrs if i.opcode.startswith("cvt.rn.f32.f64") and len(i.operands) > 1
+    }
+    arith = [i for i in k.instrs if i.opcode.startswith(_F64_ARITH)]
+    hits = [
+        i
+        for i in arith
+        if any(o.startswith("0d") for o in i.operands[1:])
+        and any(o in widened for o in i.operands[1:])
+        and i.operands[0] in narrowed
+    ]
+    return (
+        hits if 2 * len(hits) >= len(arith) else []
+    )  # most of the f64 work, not one op of a real f64 kernel
+
+
+def float_promoted_to_double(ev: Evidence) -> Match | None:
+    k = ev.ptx
+    hits = _promoted(k) if k is not None else []
+    if not hits:
+        return None
+    hot = any(k.in_loop(i.idx) for i in hits)
+    return Match(
+        0.75 if hot else 0.45,
+        _ptx_locs(hits),
+        [
+            (
+                f"{len(hits)} f64 ops ({hits[0].opcode}) on a float widened by cvt.f64.f32 with a double literal: "
+                "write the constants as float (0.5f) to keep the math in fp32"
+            )
+        ],
+        "high" if hot else "medium",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "float_promoted_to_double",
+        "float math promoted to fp64 by double literals (cvt.f64.f32, an f64 op with a 0d immediate)",
+        "high",
+        ("source_edit",),
+        float_promoted_to_double,
+        requires=("ptx",),
+    )
+)
+
+_RUNTIME_CALLS = ("vprintf", "malloc", "free", "__assertfail", "_Znwm", "_ZdlPv")
+
+
+def noinline_call_in_loop(ev: Evidence) -> Match | None:
+    """A `call` to a device function inside a loop (a __noinline__ function, Triton noinline=True): an ABI
+    call per iteration (argument moves, a stack frame, no optimisation across the call)."""
+    k = ev.ptx
+    hits = [
+        (i, c)
+        for i, c in (k.calls() if k is not None else [])
+        if c not in _RUNTIME_CALLS and k.in_loop(i.idx)
+    ]
+    if not hits:
+        return None
+    names = sorted({c for _, c in hits})
+    return Match(
+        0.35,
+        _ptx_locs([i for i, _ in hits]),
+        [
+            f"{len(hits)} calls to {', '.join(names[:3])} inside a loop: inline it (__forceinline__, noinline=False)"
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "noinline_call_in_loop",
+        "a non-inlined device-function call inside a loop (PTX call in the loop body)",
+        "medium",
+        ("source_edit",),
+        noinline_call_in_loop,
+        requires=("ptx",),
+    )
+)
+
+
+def trig_slow_range_reduction(ev: Evidence) -> Match | None:
+    """sinf/cosf/tanf compiled with their precise argument reduction: the PTX references the
+    Payne-Hanek table __cudart_i2opi_f (a long slow path and a local array per call site)."""
+    k = ev.ptx
+    hits = [i for i in (k.instrs if k is not None else []) if any("__cudart_i2opi" in o for o in i.operands)]
+    if not hits:
+        return None
+    hot = any(k.in_loop(i.idx) for i in hits) or any(lo <= i.idx <= hi for i in hits for lo, hi in k.loops)
+    return Match(
+        0.6 if hot else 0.2,
+        _ptx_locs(hits),
+        [
+            "precise sinf/cosf: the Payne-Hanek range reduction (__cudart_i2opi_f table, a local array, a few "
+            "f64 ops) is compiled in"
+            + (" inside a loop" if hot else "")
+            + "; use __sinf/__cosf for bounded arguments, or sinpif/cospif"
+        ],
+    )
+
+
+PAYNE_HANEK_F64 = "0d3BF921FB54442D19"  # pi/2 * 2^-64: the f64 multiply of sinf's slow-path reduction
+
+
+def trig_f64_ops(k) -> set[int]:
+    """Indices of the f64 instructions that belong to sinf/cosf's slow path (when it is compiled in)."""
+    if not any("__cudart_i2opi" in o for i in k.instrs for o in i.operands):
+        return set()
+    return {
+        i.idx
+        for i in k.f64_ops
+        if i.opcode.startswith(("cvt.rn.f64.s64", "cvt.rn.f32.f64")) or PAYNE_HANEK_F64 in i.operands
+    }
+
+
+PATTERNS.append(
+    Pattern(
+        "trig_slow_range_reduction",
+        "precise sinf/cosf/tanf with the slow Payne-Hanek argument reduction compiled in",
+        "medium",
+        ("source_edit",),
+        trig_slow_range_reduction,
+        requires=("ptx",),
+    )
+)
+
+
+def int64_division(ev: Evidence) -> Match | None:
+    """64-bit integer div/rem by a register inside a loop (a ~70-instruction software routine; the 32-bit
+    one is ~20): index math that fits in 32 bits should divide in 32 bits."""
+    k = ev.ptx
+    hits = [
+        i
+        for i in _ptx_loop(ev, ("div.s64", "div.u64", "rem.s64", "rem.u64"))
+        if len(i.operands) >= 3 and i.operands[2].startswith("%")
+    ]
+    if k is None or not hits:
+        return None
+    return Match(
+        0.5,
+        _ptx_locs(hits),
+        [f"{len(hits)} 64-bit integer div/rem by a run-time value inside a loop ({hits[0].opcode})"],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "int64_division",
+        "64-bit integer division/remainder by a run-time value in a loop",
+        "medium",
+        ("source_edit",),
+        int64_division,
+        requires=("ptx",),
+    )
+)
+
+
+def timing_instrumentation_left_in(ev: Evidence) -> Match | None:
+    """clock()/clock64()/globaltimer reads left in the kernel: profiling code (a smell of small cost)."""
+    k = ev.ptx
+    regs = ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi")
+    hits = [i for i in (k.instrs if k is not None else []) if any(o in regs for o in i.operands)]
+    if not hits:
+        return None
+    return Match(
+        0.02,
+        _ptx_locs(hits),
+        [f"{len(hits)} reads of {hits[0].operands[-1]}: timing instrumentation left in the kernel"],
+        "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "timing_instrumentation_left_in",
+        "clock64/globaltimer reads left in the kernel (profiling code; a smell of small cost)",
+        "low",
+        ("source_edit",),
+        timing_instrumentation_left_in,
+        requires=("ptx",),
+    )
+)
+
+
+# ---- TTGIR predicates
+
+
+def _combine_ops(ev: Evidence, red) -> list:
+    return [o for o in ev.mod.ops if o.parent == red.id]
+
+
+def exp_without_max_subtraction(ev: Evidence) -> Match | None:
+    """A sum over exp(x) of loaded data with no reduction (a max) upstream of the exp: softmax without
+    the max shift overflows to inf/NaN once a logit passes ~88."""
+    hits = []
+    for red in ev.mod.ops:
+        if red.name != "tt.reduce" or not red.operands:
+            continue
+        if not any(o.name == "arith.addf" for o in _combine_ops(ev, red)):
+            continue
+        for e in _ancestors_ops(ev, red.operands[0]):
+            if e.name not in ("math.exp", "math.exp2") or not e.operands:
+                continue
+            up = _ancestors_ops(ev, e.operands[0])
+            if any(o.name == "tt.load" for o in up) and not any(o.name == "tt.reduce" for o in up):
+                hits.append(e)
+    if not hits:
+        return None
+    return Match(
+        0.35,
+        [x for op in hits[:2] for x in _at(ev, op)],
+        [
+            (
+                f"{hits[0].name} at {ev.loc(hits[0])} of loaded data is summed with no max subtracted first: "
+                "overflows to inf (NaN after the division) for inputs above ~88; subtract the row max"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "exp_without_max_subtraction",
+        "a sum of exp(x) over loaded data without subtracting the max first (softmax overflow)",
+        "medium",
+        ("source_edit",),
+        exp_without_max_subtraction,
+    )
+)
+
+
+def reduction_in_half_precision(ev: Evidence) -> Match | None:
+    """tl.sum over a bf16/fp16 tensor: Triton keeps the input dtype, so partial sums round to 8 (bf16) or
+    11 (fp16) mantissa bits; upcast to fp32 before the reduction."""
+    hits = [
+        red
+        for red in ev.mod.ops
+        if red.name == "tt.reduce"
+        and any(
+            o.name == "arith.addf" and o.result_type is not None and o.result_type.elem in ("bf16", "f16")
+            for o in _combine_ops(ev, red)
+        )
+    ]
+    if not hits:
+        return None
+    return Match(
+        0.3,
+        [x for op in hits[:2] for x in _at(ev, op)],
+        [f"tl.sum at {ev.loc(hits[0])} accumulates in 16-bit floats: upcast with .to(tl.float32) first"],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "reduction_in_half_precision",
+        "a sum reduction accumulated in bf16/fp16 (precision loss on long rows)",
+        "medium",
+        ("source_edit",),
+        reduction_in_half_precision,
+    )
+)
+
+
+def division_by_runtime_scalar(ev: Evidence) -> Match | None:
+    """Tensor elements divided by a broadcast kernel argument: one reciprocal outside would turn each
+    division into a multiply. Triton's `/` is already the fast div.full.f32, so this is a smell."""
+    args = {a.name for a in ev.mod.args}
+    hits = []
+    for op in ev.mod.ops:
+        if (
+            op.name != "arith.divf"
+            or len(op.operands) < 2
+            or op.result_type is None
+            or not op.result_type.shape
+        ):
+            continue
+        d = defining_op(ev.mod, op.operands[1])
+        if d is not None and d.name == "tt.splat" and d.operands and d.operands[0] in args:
+            hits.append(op)
+    if not hits:
+        return None
+    return Match(
+        0.03,
+        [x for op in hits[:2] for x in _at(ev, op)],
+        [
+            f"{len(hits)} element-wise divisions by the scalar argument {defining_op(ev.mod, hits[0].operands[1]).operands[0]}: multiply by its reciprocal"
+        ],
+        "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "division_by_runtime_scalar",
+        "element-wise division by a scalar kernel argument (multiply by its reciprocal; a small smell)",
+        "low",
+        ("source_edit",),
+        division_by_runtime_scalar,
     )
 )

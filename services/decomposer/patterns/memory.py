@@ -13,6 +13,8 @@ from services.decomposer.patterns.base import (
     _best,
     _depends_on_loop,
     _locs,
+    _ptx_locs,
+    _ptx_loop,
     _share,
     static_none,
 )
@@ -589,5 +591,260 @@ PATTERNS.append(
         "low",
         ("source_edit",),
         static_none,
+    )
+)
+
+
+# ---- issue 22, library 60 -> 80: PTX predicates read `ev.ptx` (Triton and CUDA C++ alike)
+
+
+def volatile_access_in_loop(ev: Evidence) -> Match | None:
+    """ld/st.volatile inside a loop: each iteration goes to memory (no caching in registers, no hoisting)."""
+    hits = [i for i in _ptx_loop(ev, ("ld.volatile", "st.volatile")) if ".local" not in i.opcode]
+    if not hits:
+        return None
+    return Match(
+        0.4,
+        _ptx_locs(hits),
+        [
+            (
+                f"{len(hits)} {hits[0].opcode} inside a loop: a volatile pointer forbids keeping the value in a "
+                "register, every iteration re-reads memory (drop `volatile`, load once outside the loop)"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "volatile_access_in_loop",
+        "volatile loads/stores inside a loop: every iteration goes to memory (PTX ld/st.volatile)",
+        "medium",
+        ("source_edit",),
+        volatile_access_in_loop,
+        requires=("ptx",),
+    )
+)
+
+
+def memory_fence_in_loop(ev: Evidence) -> Match | None:
+    """membar/fence at GPU or system scope every iteration (CUDA __threadfence in a loop)."""
+    hits = [i for i in _ptx_loop(ev, ("membar", "fence")) if not i.opcode.endswith(".cta")]
+    if not hits:
+        return None
+    return Match(
+        0.45,
+        _ptx_locs(hits),
+        [
+            (
+                f"{len(hits)} {hits[0].opcode} inside a loop: a device-wide fence waits for every earlier write "
+                "to be visible, each iteration (fence once after the loop, or use release/acquire on the flag)"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "memory_fence_in_loop",
+        "a device-scope memory fence inside a loop (PTX membar.gl / fence.sc.gpu each iteration)",
+        "medium",
+        ("source_edit",),
+        memory_fence_in_loop,
+        requires=("ptx",),
+    )
+)
+
+
+def device_heap_allocation(ev: Evidence) -> Match | None:
+    """A call to the device heap (malloc/free, new/delete) in the kernel: a global allocator per thread."""
+    k = ev.ptx
+    hits = [i for i, c in (k.calls() if k is not None else []) if c in ("malloc", "free", "_Znwm", "_ZdlPv")]
+    if not hits:
+        return None
+    return Match(
+        0.6,
+        _ptx_locs(hits),
+        [
+            (
+                f"{len(hits)} device-heap calls ({', '.join(sorted({c for i, c in k.calls() if i in hits}))}): "
+                "device malloc serialises on a global allocator and its memory is uncached scratch; use "
+                "registers, shared memory or a buffer allocated by the host"
+            )
+        ],
+        "high",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "device_heap_allocation",
+        "the kernel allocates from the device heap (malloc/new in device code)",
+        "high",
+        ("source_edit",),
+        device_heap_allocation,
+        requires=("ptx",),
+    )
+)
+
+
+def global_atomics_not_privatised(ev: Evidence) -> Match | None:
+    """CUDA C++: global atomics on data-dependent addresses in a loop (a histogram) with no shared-memory
+    atomics in the kernel: every element contends in L2 where a per-block copy in shared memory would not."""
+    k = ev.ptx
+    if k is None or any(a.kind == "atomic" and a.space == "shared" for a in k.accesses):
+        return None
+    hits = [
+        a
+        for a in k.accesses
+        if a.kind == "atomic" and a.space == "global" and a.in_loop and a.cls in ("indirect", "irregular")
+    ]
+    if not hits:
+        return None
+    return Match(
+        0.6,
+        _ptx_locs([a.instr for a in hits]),
+        [
+            (
+                f"{hits[0].instr.opcode} on an address from loaded data, every loop iteration, and no shared-memory "
+                "atomics: privatise the bins per block in shared memory and merge them once"
+            )
+        ],
+        "high",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "global_atomics_not_privatised",
+        "a histogram-style loop of global atomics on data-dependent addresses, not privatised in shared memory",
+        "high",
+        ("source_edit",),
+        global_atomics_not_privatised,
+        requires=("ptx",),
+    )
+)
+
+
+# ---- issue 22, library 60 -> 80: TTGIR predicates
+
+
+def _users(ev: Evidence, value: str) -> list:
+    return [o for o in ev.mod.ops if value in o.operands]
+
+
+def masked_load_without_other_into_reduction(ev: Evidence) -> Match | None:
+    """A masked tl.load with no `other=` whose value reaches a tl.reduce with no select between: the
+    masked-off lanes hold undefined values, so a max/sum over the tile can return garbage or NaN."""
+    hits = []
+    for red in ev.mod.ops:
+        if red.name != "tt.reduce" or not red.operands:
+            continue
+        anc = _ancestors_ops(ev, red.operands[0])
+        if any(o.name == "arith.select" for o in anc):
+            continue
+        hits += [o for o in anc if o.name == "tt.load" and len(o.operands) == 2 and o not in hits]
+    if not hits:
+        return None
+    return Match(
+        0.3,
+        [x for op in hits[:4] for x in _at(ev, op)],
+        [
+            f"tl.load at {ev.loc(op)} has a mask but no `other=`, and its lanes reach a reduction: the "
+            "masked-off lanes are undefined (give other=0 for sums, -inf for max)"
+            for op in hits[:2]
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "masked_load_without_other_into_reduction",
+        "a masked load without `other=` feeds a reduction: masked-off lanes are undefined (wrong or NaN)",
+        "medium",
+        ("source_edit",),
+        masked_load_without_other_into_reduction,
+    )
+)
+
+
+_HALF = ("bf16", "f16")
+
+
+def store_wider_than_inputs(ev: Evidence) -> Match | None:
+    """Every global load is 16-bit float, every stored tensor fp32, and no tl.dot: the output moves twice
+    the bytes of each input (stores in the inputs' dtype unless the task asks for fp32)."""
+    loads = [
+        o for o in ev.mod.ops if o.name == "tt.load" and o.result_type is not None and o.result_type.shape
+    ]
+    stores = []
+    for o in ev.mod.ops:
+        if o.name == "tt.store" and len(o.operands) > 1:
+            t = value_type(ev.mod, o.operands[0])  # the pointer tensor: its pointee is the stored dtype
+            if t is not None and t.shape:
+                stores.append((o, t.elem.removeprefix("ptr<").removesuffix(">")))
+    if ev.dots or not loads or not stores:
+        return None
+    if not all(o.result_type.elem in _HALF for o in loads) or not all(e == "f32" for _, e in stores):
+        return None
+    return Match(
+        0.25,
+        [x for o, _ in stores[:2] for x in _at(ev, o)],
+        [
+            (
+                f"inputs are {loads[0].result_type.elem} but the output is stored as f32: the store moves 4 B per "
+                "element where 2 B would do (store in the inputs' dtype if the task allows)"
+            )
+        ],
+        "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "store_wider_than_inputs",
+        "16-bit float inputs, fp32 output: the store moves twice the bytes per element of each input",
+        "low",
+        ("source_edit",),
+        store_wider_than_inputs,
+    )
+)
+
+
+def atomic_stronger_ordering_than_needed(ev: Evidence) -> Match | None:
+    """tl.atomic_add (Triton's default sem acq_rel) whose result is unused, in a kernel without a lock
+    (atomic_cas): a plain accumulation needs only sem="relaxed". A smell of small cost."""
+    if any(o.name == "tt.atomic_cas" for o in ev.mod.ops):
+        return None
+    hits = [
+        o
+        for o in ev.mod.ops
+        if o.name == "tt.atomic_rmw"
+        and any(f" {s}," in f" {o.text}" for s in ("acq_rel", "seq_cst"))
+        and o.text.split(",")[0].strip() in ("fadd", "add")
+        and not any(_users(ev, r) for r in o.results)
+    ]
+    if not hits:
+        return None
+    return Match(
+        0.03,
+        [x for op in hits[:4] for x in _at(ev, op)],
+        [
+            (
+                f"{len(hits)} atomic add(s) with acq_rel ordering whose result is unused: an accumulation needs "
+                'no ordering, sem="relaxed" drops the fence semantics'
+            )
+        ],
+        "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "atomic_stronger_ordering_than_needed",
+        "an atomic accumulation with acq_rel ordering (Triton's default) where relaxed would do",
+        "low",
+        ("source_edit",),
+        atomic_stronger_ordering_than_needed,
     )
 )

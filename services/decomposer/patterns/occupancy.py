@@ -371,3 +371,31 @@ PATTERNS.append(
         fix_transform="rows_per_program",
     )
 )
+
+
+def block_not_multiple_of_warp(ev: Evidence) -> Match | None:
+    """CUDA C++: a block whose thread count is not a multiple of 32 (from .maxntid or the launch): its last
+    warp runs with idle lanes on every instruction. Triton launches whole warps (num_warps)."""
+    t = getattr(ev, "threads", None)
+    if not t or t % 32 == 0 or getattr(ev, "mod", None) is not None:
+        return None
+    idle = (32 - t % 32) / (32 * -(-t // 32))
+    return Match(
+        round(min(0.9, 2 * idle), 3),
+        [],
+        [
+            f"{t} threads per block = {t // 32} full warps + {t % 32} lanes: {100 * idle:.0f} % of lanes idle; use a multiple of 32"
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "block_not_multiple_of_warp",
+        "threads per block not a multiple of 32: the last warp of each block runs partly empty",
+        "medium",
+        ("source_edit",),
+        block_not_multiple_of_warp,
+        requires=("grid",),
+    )
+)

@@ -8,6 +8,7 @@ from services.decomposer.patterns.base import (
     Match,
     Pattern,
     _at,
+    _ptx_locs,
 )
 
 PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
@@ -94,5 +95,76 @@ PATTERNS.append(
         "medium",
         ("source_edit",),
         excess_layout_conversions,
+    )
+)
+
+
+def shared_memory_tree_reduction(ev: Evidence) -> Match | None:
+    """A loop that both synchronises the CTA and reads/writes shared memory, in a kernel with no warp
+    shuffle: a tree reduction through shared memory, one barrier per halving step (PTX)."""
+    k = ev.ptx
+    if k is None or any(i.opcode.startswith("shfl") for i in k.instrs):
+        return None
+    for lo, hi in k.loops:
+        bars = [i for i in k.instrs[lo : hi + 1] if i.opcode.startswith(("bar.sync", "barrier.sync"))]
+        sh = [a for a in k.accesses if a.space == "shared" and lo <= a.instr.idx <= hi]
+        if any(a.space == "global" and lo <= a.instr.idx <= hi for a in k.accesses):
+            continue  # a tiled loop (global -> shared -> compute), not a tree over shared memory
+        if bars and any(a.kind == "load" for a in sh) and any(a.kind == "store" for a in sh):
+            return Match(
+                0.4,
+                _ptx_locs(bars + [a.instr for a in sh]),
+                [
+                    (
+                        "a loop stores and reloads shared memory around bar.sync and the kernel has no shfl: "
+                        "a shared-memory tree (a barrier per step, idle warps in the last five); finish each "
+                        "warp with __shfl_down_sync and exchange one value per warp"
+                    )
+                ],
+            )
+    return None
+
+
+PATTERNS.append(
+    Pattern(
+        "shared_memory_tree_reduction",
+        "a reduction tree through shared memory with a barrier per step and no warp shuffles",
+        "medium",
+        ("source_edit",),
+        shared_memory_tree_reduction,
+        requires=("ptx",),
+    )
+)
+
+
+def barrier_after_last_shared_use(ev: Evidence) -> Match | None:
+    """A bar.sync outside loops after which no shared memory is touched: it orders nothing (a smell)."""
+    k = ev.ptx
+    if k is None or getattr(ev, "mod", None) is not None:  # Triton places its own barriers
+        return None
+    bars = [i for i in k.instrs if i.opcode.startswith(("bar.sync", "barrier.sync")) and not k.in_loop(i.idx)]
+    if not bars:
+        return None
+    last = bars[-1]
+    if any(a.space == "shared" and a.instr.idx > last.idx for a in k.accesses):
+        return None
+    if len(bars) < 2 and not any(a.space == "shared" for a in k.accesses):
+        return None  # a lone barrier with no shared memory: barrier_in_loop / the kernel's own business
+    return Match(
+        0.03,
+        _ptx_locs([last]),
+        [f"bar.sync at {last.file}:{last.line} is followed by no shared-memory access: it orders nothing"],
+        "low",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "barrier_after_last_shared_use",
+        "a CTA barrier after the last shared-memory access (orders nothing: a smell of little cost)",
+        "low",
+        ("source_edit",),
+        barrier_after_last_shared_use,
+        requires=("ptx",),
     )
 )

@@ -10,6 +10,7 @@ from services.decomposer.patterns.base import (
     _at,
     _depends_on_loop,
     _locs,
+    _ptx_locs,
 )
 
 PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
@@ -308,5 +309,85 @@ PATTERNS.append(
         "medium",
         ("set_constexpr",),
         dot_k_tile_small,
+    )
+)
+
+
+# ---- issue 22, library 60 -> 80
+
+
+def dot_accumulator_low_precision(ev: Evidence) -> Match | None:
+    """A tl.dot in a K loop accumulating in fp16/bf16 (out_dtype=tl.float16): every K step rounds the
+    running sum to 11 (or 8) mantissa bits; accumulate in fp32 and cast once at the store."""
+    hits = [d for d in ev.dots if d.op.loops and d.acc_dtype in ("f16", "bf16")]
+    if not hits:
+        return None
+    return Match(
+        0.3,
+        [x for d in hits[:2] for x in _at(ev, d.op)],
+        [
+            f"{d.m}x{d.n}x{d.k} dot accumulates in {d.acc_dtype} across the K loop: accumulate in fp32"
+            for d in hits[:1]
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "dot_accumulator_low_precision",
+        "a K-loop tl.dot accumulating in fp16/bf16 instead of fp32 (rounding every K step)",
+        "medium",
+        ("source_edit",),
+        dot_accumulator_low_precision,
+    )
+)
+
+MATMUL_INTENSITY = 50.0  # FLOP per byte well above the H200 fp32 ridge (~14): a compute-bound product
+
+
+def matmul_on_cuda_cores(ev: Evidence) -> Match | None:
+    """CUDA C++: a kernel of matmul arithmetic intensity (task FLOP/byte formulas >= 50) whose PTX has no
+    mma/wgmma and runs fp32 FMAs in its loop: the product runs on the CUDA cores, not the tensor cores.
+    (Triton's tl.dot has its own patterns: dot_fp32_on_cuda_cores, dot_upcast_operands.)"""
+    k, f = ev.ptx, ev.facts
+    if (
+        k is None
+        or getattr(ev, "mod", None) is not None
+        or not f.flops
+        or not f.bytes_moved
+        or f.flops / f.bytes_moved < MATMUL_INTENSITY
+    ):
+        return None
+    if any(i.opcode.startswith(("mma", "wgmma", "wmma")) for i in k.instrs):
+        return None
+    fmas = []
+    for lo, hi in k.loops:  # a loop that loads its operands (global or shared) and multiplies them
+        body = [i for i in k.instrs[lo : hi + 1] if i.opcode.startswith(("fma.rn.f32", "fma.rn.ftz.f32"))]
+        loads = [a for a in k.accesses if a.kind == "load" and lo <= a.instr.idx <= hi]
+        if len(body) >= 8 and len(loads) >= 2:
+            fmas += [i for i in body if i not in fmas]
+    if not fmas:
+        return None
+    return Match(
+        0.8,
+        _ptx_locs(fmas),
+        [
+            (
+                f"{f.flops / f.bytes_moved:.0f} FLOP/B of matmul work and {len(fmas)} fp32 FMAs in the loop, no "
+                "mma/wgmma in the PTX: the product runs on CUDA cores (use WMMA/mma.sync/wgmma, or cuBLAS)"
+            )
+        ],
+        "high",
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "matmul_on_cuda_cores",
+        "CUDA C++ matmul-intensity kernel with fp32 FMA loops and no tensor-core instructions",
+        "high",
+        ("source_edit",),
+        matmul_on_cuda_cores,
+        requires=("ptx", "costs"),
     )
 )

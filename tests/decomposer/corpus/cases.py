@@ -957,3 +957,6 @@ BENCH_CASES: tuple[Case, ...] = (
 from tests.decomposer.corpus.cases_more import MORE_CASES
 
 CASES = CASES + MORE_CASES
+from tests.decomposer.corpus.cases_wide import WIDE_CASES
+
+CASES = CASES + WIDE_CASES

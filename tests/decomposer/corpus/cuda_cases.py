@@ -32,6 +32,7 @@ class CudaCase:
     kernels_in_task: int = 1
     notes: str = field(default="")
     kind: str = "seed"  # as Case.kind (cases_more.py): seed / planted / clean / oss / no_cost
+    origin: str = ""  # the open-source kernel an "oss" case follows
 
 
 N = 1 << 24  # 16.7 M fp32: 64 MB per tensor, beyond the 60 MB L2
@@ -541,3 +542,7 @@ CUDA_CASES: tuple[CudaCase, ...] = (
         kind="planted",
     ),
 )
+
+from tests.decomposer.corpus.cuda_cases_wide import CUDA_WIDE_CASES
+
+CUDA_CASES = CUDA_CASES + CUDA_WIDE_CASES
