@@ -111,6 +111,20 @@ TRITON_ELEMS: dict[str, int] = {
     "clean_matmul_bk64_4k": 4096 * 4096,
     "colsum_atomic_split": 16384 * 4096,
     "clean_colsum_partials": 16384 * 4096,
+    # issue 22, library 60 -> 80 (tests/decomposer/corpus/cases_wide.py)
+    "rowmax_no_other": 16384 * 1024,
+    "clean_rowmax_other": 16384 * 1024,
+    "softmax_no_max_shift": 16384 * 1024,
+    "add_bf16_fp32_out": E24,
+    "clean_add_bf16": E24,
+    "matmul_fp16_acc": 4096 * 4096,
+    "clean_matmul_fp32_acc": 4096 * 4096,
+    "accumulate_acq_rel": E24,
+    "clean_accumulate_relaxed": E24,
+    "rowsum_bf16": 16384 * 1024,
+    "clean_rowsum_bf16_fp32": 16384 * 1024,
+    "scale_div_scalar": E24,
+    "clean_scale_reciprocal": E24,
 }
 ZEROED = {"lock_ptr"}  # a spin lock must start free (a random 1 would be held forever)
 NOT_LAUNCHED = {"print_left_in": "device_print of 16.7 M values would flood the profiled launch"}

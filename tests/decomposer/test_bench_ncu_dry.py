@@ -51,12 +51,14 @@ def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
     assert all(len(b["cases"]) <= 16 and {lang[c] for c in b["cases"]} == {b["language"]} for b in batches)
     assert [(b["language"], len(b["cases"])) for b in batches] == [
         ("triton", 16),
-        ("triton", 11),
+        ("triton", 16),
+        ("triton", 3),
         ("cuda", 16),
-        ("cuda", 3),
+        ("cuda", 16),
+        ("cuda", 7),
         ("triton", 16),
         ("triton", 16),
-        ("triton", 10),
+        ("triton", 15),
     ]
     assert {r["case"]: r["batch"] for r in res["cases"]}["print_left_in"] is None  # never launched
     assert all("outcome" not in b for b in batches)  # nothing ran

@@ -430,7 +430,7 @@ CUDA_WIDE_CASES: tuple[CudaCase, ...] = (
         kind="planted",
     ),
     CudaCase(
-        "oss_cuda_samples_reduce_tree",
+        "cuda_oss_samples_reduce_tree",
         "reduce_tree",
         SMEM_TREE_REDUCE,
         grid=(N // 512,),
@@ -454,7 +454,7 @@ CUDA_WIDE_CASES: tuple[CudaCase, ...] = (
         kind="clean",
     ),
     CudaCase(
-        "oss_cuda_samples_matrixmul",
+        "cuda_oss_samples_matrixmul",
         "sgemm_tiled",
         SGEMM_SMEM,
         grid=(M // 32, M // 32),
