@@ -125,6 +125,7 @@ TRITON_ELEMS: dict[str, int] = {
     "clean_rowsum_bf16_fp32": 16384 * 1024,
     "scale_div_scalar": E24,
     "clean_scale_reciprocal": E24,
+    "clean_rownorm_rowmask": 16384 * 1024,
 }
 ZEROED = {"lock_ptr"}  # a spin lock must start free (a random 1 would be held forever)
 NOT_LAUNCHED = {"print_left_in": "device_print of 16.7 M values would flood the profiled launch"}

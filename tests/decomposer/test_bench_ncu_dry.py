@@ -52,7 +52,7 @@ def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
     assert [(b["language"], len(b["cases"])) for b in batches] == [
         ("triton", 16),
         ("triton", 16),
-        ("triton", 3),
+        ("triton", 4),
         ("cuda", 16),
         ("cuda", 16),
         ("cuda", 7),

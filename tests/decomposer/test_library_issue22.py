@@ -93,6 +93,12 @@ def test_every_added_pattern_is_in_the_table_and_oss_cases_name_their_origin() -
     assert oss >= 5
 
 
+def test_a_row_mask_under_a_row_wise_reduction_needs_no_other() -> None:
+    # rows[:, None] < M broadcast along the reduced axis 1: masked rows reduce into themselves only
+    found, _ = _findings("clean_rownorm_rowmask")
+    assert "masked_load_without_other_into_reduction" not in [f.pattern for f in found]
+
+
 def test_a_wrapped_index_is_not_called_uncoalesced() -> None:
     # offs % n_src: contiguity is unprovable, not proven strided (the H200 would tell, through ncu)
     found, _ = _findings("repeat_modulo")

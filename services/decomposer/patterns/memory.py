@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from services.decomposer.evidence import Access, Evidence
 from services.decomposer.patterns.base import (
@@ -18,7 +19,7 @@ from services.decomposer.patterns.base import (
     _share,
     static_none,
 )
-from services.decomposer.ttgir import value_type
+from services.decomposer.ttgir import defining_op, value_type
 
 PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
 
@@ -733,9 +734,19 @@ def _users(ev: Evidence, value: str) -> list:
     return [o for o in ev.mod.ops if value in o.operands]
 
 
+def _mask_varies(ev: Evidence, mask: str, axis: int) -> bool:
+    """False when the mask is broadcast from extent 1 along `axis` (a row mask under a row-wise
+    reduction: a masked-off row's undefined lanes reduce into that row alone)."""
+    d = defining_op(ev.mod, mask)
+    if d is None or d.name != "tt.broadcast" or not d.operands:
+        return True
+    src = value_type(ev.mod, d.operands[0])
+    return src is None or axis >= len(src.shape) or src.shape[axis] != 1
+
+
 def masked_load_without_other_into_reduction(ev: Evidence) -> Match | None:
-    """A masked tl.load with no `other=` whose value reaches a tl.reduce with no select between: the
-    masked-off lanes hold undefined values, so a max/sum over the tile can return garbage or NaN."""
+    """A masked tl.load with no `other=` whose value reaches a tl.reduce with no select between, its mask
+    varying along the reduced axis (see _mask_varies): the masked-off lanes hold undefined values, so a max/sum over the tile can return garbage or NaN."""
     hits = []
     for red in ev.mod.ops:
         if red.name != "tt.reduce" or not red.operands:
@@ -743,7 +754,16 @@ def masked_load_without_other_into_reduction(ev: Evidence) -> Match | None:
         anc = _ancestors_ops(ev, red.operands[0])
         if any(o.name == "arith.select" for o in anc):
             continue
-        hits += [o for o in anc if o.name == "tt.load" and len(o.operands) == 2 and o not in hits]
+        m = re.search(r"axis = (\d+)", red.text)
+        axis = int(m.group(1)) if m else 0
+        hits += [
+            o
+            for o in anc
+            if o.name == "tt.load"
+            and len(o.operands) == 2
+            and o not in hits
+            and _mask_varies(ev, o.operands[1], axis)
+        ]
     if not hits:
         return None
     return Match(

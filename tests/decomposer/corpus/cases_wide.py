@@ -242,3 +242,26 @@ WIDE_CASES: tuple[Case, ...] = (
         kind="clean",
     ),
 )
+
+
+@triton.jit
+def rownorm_rowmask_kernel(x_ptr, out_ptr, M, N: tl.constexpr, W: tl.constexpr):
+    # the row mask is constant along the reduced axis: a masked-off row's garbage stays in that row,
+    # which the store masks too (no `other=` needed)
+    rows = tl.program_id(0) * W + tl.arange(0, W)
+    x = tl.load(x_ptr + rows[:, None] * N + tl.arange(0, N)[None, :], mask=rows[:, None] < M)
+    tl.store(out_ptr + rows, tl.sqrt(tl.sum(x * x, axis=1) / N), mask=rows < M)
+
+
+WIDE_CASES = WIDE_CASES + (
+    Case(
+        "clean_rownorm_rowmask",
+        rownorm_rowmask_kernel,
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "M": ROWS},
+        {"N": 1024, "W": 4},
+        grid=(ROWS // 4,),
+        flops=2 * ROWS * 1024,
+        bytes_moved=_ew(ROWS * 1024, 1),
+        kind="clean",
+    ),
+)
