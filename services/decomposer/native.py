@@ -186,9 +186,12 @@ def shared_bank_conflicts(ev: NativeEvidence) -> Match | None:
 def local_memory_array(ev: NativeEvidence) -> Match | None:
     p = ev.ptxas
     local = _uniq([a for a in ev.ptx.accesses if a.space == "local"])
-    trig = {(i.file, i.line) for i in ev.ptx.f64_ops if i.idx in pt.control.trig_f64_ops(ev.ptx)}
-    if trig and all((a.instr.file, a.line) in trig for a in local):
-        return None  # sinf/cosf's slow-path array: trig_slow_range_reduction names it
+    # sinf/cosf's slow-path array (trig_slow_range_reduction) and printf's argument buffer
+    # (debug_print_or_assert) are local arrays another pattern names
+    named = {(i.file, i.line) for i in ev.ptx.f64_ops if i.idx in pt.control.trig_f64_ops(ev.ptx)}
+    named |= {(i.file, i.line) for i, c in ev.ptx.calls() if c == "vprintf"}
+    if named and all((a.instr.file, a.line) in named for a in local):
+        return None
     if p is None or p.spill_stores + p.spill_loads > 0 or p.stack_frame == 0 or not local:
         return None
     n = ev.sass_count(("LDL", "STL"))
@@ -357,6 +360,7 @@ STATIC: dict[str, Callable[[NativeEvidence], Match | None]] = {
     "slow_precise_math": slow_precise_math,
     "read_only_load_not_nc": read_only_load_not_nc,
     "fp64_arithmetic": fp64_arithmetic,
+    "debug_print_or_assert": pt.control.debug_print_or_assert_ptx,
     # issue 22, library 60 -> 80: predicates over `ev.ptx` / `ev.threads` / `ev.facts` shared with Triton
     **{
         p.id: p.static  # type: ignore[misc]

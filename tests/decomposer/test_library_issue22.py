@@ -57,6 +57,7 @@ CUDA_ALSO = {
     "barrier_in_loop": ("cuda_barrier_in_loop", "cuda_clean_poly_loop"),
     "integer_division_in_hot_loop": ("cuda_int_div_loop", "cuda_clean_poly_loop"),
     "slow_precise_math": ("cuda_precise_div_loop", "cuda_clean_poly_loop"),
+    "debug_print_or_assert": ("cuda_printf_left_in", "cuda_clean_saxpy"),
 }
 
 

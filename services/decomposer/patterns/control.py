@@ -267,6 +267,20 @@ def debug_print_or_assert(ev: Evidence) -> Match | None:
     )
 
 
+def debug_print_or_assert_ptx(ev) -> Match | None:
+    """CUDA C++: printf / assert compile to calls of vprintf / __assertfail (PTX)."""
+    hits = [(i, c) for i, c in ev.ptx.calls() if c in ("vprintf", "__assertfail")]
+    if not hits:
+        return None
+    return Match(
+        0.9,
+        _ptx_locs([i for i, _ in hits]),
+        [
+            f"{len(hits)} calls to {', '.join(sorted({c for _, c in hits}))}: device printf/assert left in the kernel"
+        ],
+    )
+
+
 PATTERNS.append(
     Pattern(
         "debug_print_or_assert",

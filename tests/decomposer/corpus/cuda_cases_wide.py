@@ -276,7 +276,30 @@ neighbour_diff(const float* __restrict__ in, float* __restrict__ out, int n) {
 }
 """
 
+PRINTF_SAXPY = r"""
+extern "C" __global__ void __launch_bounds__(256)
+saxpy_printf(const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ out, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = a * x[i] + y[i];
+        if (out[i] > 1e30f) printf("overflow at %d\n", i);  // planted: debug printf left in
+    }
+}
+"""
+
 CUDA_WIDE_CASES: tuple[CudaCase, ...] = (
+    CudaCase(
+        "cuda_printf_left_in",
+        "saxpy_printf",
+        PRINTF_SAXPY,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("in", N), ("out", N), ("float", 2.0), ("int", N)),
+        flops=2.0 * N,
+        bytes_moved=_ew(N, 3),
+        expect="debug_print_or_assert",
+        kind="planted",
+    ),
     CudaCase(
         "cuda_double_literal_loop",
         "double_literal",
