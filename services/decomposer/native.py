@@ -161,7 +161,13 @@ def atomic_contention(ev: NativeEvidence) -> Match | None:
 
 
 def atomics_in_loop(ev: NativeEvidence) -> Match | None:
-    hits = _uniq([a for a in _global(ev) if a.kind == "atomic" and a.in_loop and a.cls != "uniform"])
+    hits = _uniq(
+        [
+            a
+            for a in _global(ev)
+            if a.kind == "atomic" and a.in_loop and a.cls != "uniform" and ".cas" not in a.instr.opcode
+        ]
+    )  # a CAS in a loop is a retry loop: atomic_cas_retry_loop
     if not hits:
         return None
     return Match(0.4, ev.locs(hits), [f"{a.instr.opcode} issued every loop iteration" for a in hits])
@@ -371,6 +377,7 @@ STATIC: dict[str, Callable[[NativeEvidence], Match | None]] = {
             "memory_fence_in_loop",
             "device_heap_allocation",
             "global_atomics_not_privatised",
+            "atomic_cas_retry_loop",
             "shared_memory_tree_reduction",
             "barrier_after_last_shared_use",
             "matmul_on_cuda_cores",

@@ -55,7 +55,7 @@ def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
         ("triton", 4),
         ("cuda", 16),
         ("cuda", 16),
-        ("cuda", 8),
+        ("cuda", 10),
         ("triton", 16),
         ("triton", 16),
         ("triton", 15),

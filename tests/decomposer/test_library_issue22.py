@@ -51,6 +51,7 @@ ADDED = {
     "exp_without_max_subtraction": ("softmax_no_max_shift", "clean_softmax"),
     "reduction_in_half_precision": ("rowsum_bf16", "clean_rowsum_bf16_fp32"),
     "division_by_runtime_scalar": ("scale_div_scalar", "clean_scale_reciprocal"),
+    "atomic_cas_retry_loop": ("cuda_atomic_cas_max", "cuda_clean_atomic_int_max"),
 }
 # patterns whose CUDA C++ predicate came with issue 22 (services/decomposer/native.py)
 CUDA_ALSO = {

@@ -868,3 +868,38 @@ PATTERNS.append(
         atomic_stronger_ordering_than_needed,
     )
 )
+
+
+def atomic_cas_retry_loop(ev: Evidence) -> Match | None:
+    """CUDA C++: atom.cas inside a loop: a compare-and-swap retry loop (a float atomicMax/atomicMin
+    emulated with atomicCAS, or a lock). Every conflicting lane retries, serialising on the address.
+    (Triton's lock on tl.atomic_cas is spin_lock_atomic_cas, read from the TTGIR.)"""
+    if ev.ptx is None or getattr(ev, "mod", None) is not None:
+        return None
+    hits = [
+        i for i in _ptx_loop(ev, ("atom.global.cas", "atom.cas", "atom.shared.cas")) if ".cas" in i.opcode
+    ]
+    if not hits:
+        return None
+    return Match(
+        0.5,
+        _ptx_locs(hits),
+        [
+            (
+                f"{hits[0].opcode} retried in a loop: lanes that lose the race loop again; use a native atomic "
+                "(atomicMax on the float's ordered int bits, atomicAdd/red) or reduce in the block first"
+            )
+        ],
+    )
+
+
+PATTERNS.append(
+    Pattern(
+        "atomic_cas_retry_loop",
+        "an atomicCAS retry loop (an emulated float min/max or a lock) where a native atomic would do",
+        "medium",
+        ("source_edit",),
+        atomic_cas_retry_loop,
+        requires=("ptx",),
+    )
+)

@@ -287,7 +287,58 @@ saxpy_printf(const float* __restrict__ x, const float* __restrict__ y, float* __
 }
 """
 
+# the common float atomicMax through an atomicCAS loop (widespread in open-source CUDA code)
+CAS_MAX = r"""
+__device__ float atomic_max_float(float* addr, float v) {
+    int* a = (int*)addr;
+    int old = *a, assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(a, assumed, __float_as_int(fmaxf(v, __int_as_float(assumed))));
+    } while (assumed != old);  // planted: retried until this lane wins
+    return __int_as_float(old);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+block_max_cas(const float* __restrict__ in, float* __restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomic_max_float(&out[i & 1023], fabsf(in[i]));
+}
+"""
+
+INT_MAX = r"""
+extern "C" __global__ void __launch_bounds__(256)
+block_max_int(const float* __restrict__ in, float* __restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    // non-negative floats order as their int bits: one native atomicMax, no retry loop
+    if (i < n) atomicMax((int*)&out[i & 1023], __float_as_int(fabsf(in[i])));
+}
+"""
+
 CUDA_WIDE_CASES: tuple[CudaCase, ...] = (
+    CudaCase(
+        "cuda_atomic_cas_max",
+        "block_max_cas",
+        CAS_MAX,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", 1024), ("int", N)),
+        flops=float(N),
+        bytes_moved=_ew(N, 1),
+        expect="atomic_cas_retry_loop",
+        kind="planted",
+    ),
+    CudaCase(
+        "cuda_clean_atomic_int_max",
+        "block_max_int",
+        INT_MAX,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", 1024), ("int", N)),
+        flops=float(N),
+        bytes_moved=_ew(N, 1),
+        kind="clean",
+    ),
     CudaCase(
         "cuda_printf_left_in",
         "saxpy_printf",
