@@ -2,8 +2,9 @@
 
 Two forms of `args`: a `DecomposeInput` ({"artifacts": {...}, "facts": {...}}), decomposed as given; or a
 task reference ({"task_path", "config", "kernel", "shape"}), for which the adapter first fetches through
-the toolrunner the compile tool's text artifacts, ptxas -v, the sass tool's nvdisasm text (line info) and
-the task manifest (FLOP/byte formulas at the shape), and passes their results here.
+the toolrunner the compile tool's text artifacts, ptxas -v, the sass tool's nvdisasm text (line info), the
+task manifest (FLOP/byte formulas at the shape) and the launch_grid tool's record of the task's own launch
+(grid, and for CUDA C++ the block), and passes their results here.
 """
 
 from __future__ import annotations
@@ -74,13 +75,44 @@ def artifacts_from(
     )
 
 
-def facts_from(ref: TaskRef, manifest: dict[str, Any] | None) -> TaskFacts:
-    """TaskFacts from a load_task result: the task's FLOP/byte formulas at the analysed shape, its dtype,
-    precision policy and kernel count. The grid is not here: only the task's launch code computes it."""
+def grid_args(ref: TaskRef) -> dict[str, Any]:
+    """The launch_grid tool request for the analysed config and shape."""
+    return {"task_path": ref.task_path, "configs": [ref.config], "shape": ref.shape}
+
+
+def launch_of(
+    ref: TaskRef, manifest: dict[str, Any] | None, grid_result: dict[str, Any] | None
+) -> tuple[list[int], list[int], str]:
+    """(grid, block, note) of the analysed kernel's launch in a launch_grid result: the first launch of the
+    kernel named in the request (default: the task's primary kernel), else the task's first launch."""
+    if not grid_result or not grid_result.get("results"):
+        return [], [], ""
+    r = grid_result["results"][0]
+    if r.get("error") or not r.get("grids"):
+        return [], [], f"launch grid unknown: {r.get('error') or 'the launch made no kernel launch'}"
+    names = r.get("kernels", [])
+    want = ref.kernel or next((k.get("name", "") for k in (manifest or {}).get("kernels", [])), "")
+    i = names.index(want) if want in names else 0
+    blocks = r.get("blocks") or []
+    return list(r["grids"][i]), list(blocks[i]) if i < len(blocks) else [], ""
+
+
+def facts_from(
+    ref: TaskRef, manifest: dict[str, Any] | None, grid_result: dict[str, Any] | None = None
+) -> TaskFacts:
+    """TaskFacts from a load_task result (the task's FLOP/byte formulas at the analysed shape, its dtype,
+    precision policy and kernel count) and a launch_grid result (the grid the task's launch() computes for
+    this config and shape; CUDA C++: also the block)."""
+    grid, block, _ = launch_of(ref, manifest, grid_result)
     if not manifest:
-        return TaskFacts()
+        return TaskFacts(grid=grid, block=block)
     cost = next((c for c in manifest.get("costs", []) if c.get("shape_name") == ref.shape), None)
+    cuda_line = manifest.get("cuda_source_line", 0) if manifest.get("kind") == "cuda" else 0
     return TaskFacts(
+        grid=grid,
+        block=block,
+        source_file=manifest.get("path", "") if cuda_line else "",
+        source_line=cuda_line,
         flops=cost["flops"] if cost else None,
         bytes_moved=cost["bytes_moved"] if cost else None,
         dtype=manifest.get("dtype", ""),
@@ -130,9 +162,11 @@ def task_input(
     ptxas_result: dict[str, Any] | None,
     sass_result: dict[str, Any] | None = None,
     manifest: dict[str, Any] | None = None,
+    grid_result: dict[str, Any] | None = None,
 ) -> DecomposeInput:
     return DecomposeInput(
-        artifacts=artifacts_from(compile_result, ptxas_result, sass_result), facts=facts_from(ref, manifest)
+        artifacts=artifacts_from(compile_result, ptxas_result, sass_result),
+        facts=facts_from(ref, manifest, grid_result),
     )
 
 

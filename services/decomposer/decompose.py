@@ -11,7 +11,8 @@ from services.decomposer import evidence as evm
 from services.decomposer import hardware, roofline, summary
 from services.decomposer import layouts as lay
 from services.decomposer.native import decompose_native
-from services.decomposer.patterns import match
+from services.decomposer.patterns import match, unchecked
+from services.decomposer.ptx_lanes import PtxKernel, parse_ptx
 from services.decomposer.sass import parse_ptxas, parse_sass, per_line
 from services.decomposer.ttgir import Module, Op, parse_ttgir, value_type
 from shared.tokens import TOKEN_RULE
@@ -227,7 +228,13 @@ def decompose(artifacts: Artifacts, facts: TaskFacts | None = None) -> Decomposi
     ptxas = parse_ptxas(artifacts.ptxas_info, mod.func) if artifacts.ptxas_info.strip() else None
     if ptxas is None:
         warnings.append("no ptxas -v info: registers and spills unknown")
-    ev = evm.build(mod, f, sass, sass_lines, ptxas, artifacts.shared_bytes, artifacts.num_stages)
+    ptx: PtxKernel | None = None
+    if artifacts.ptx.strip():
+        try:
+            ptx = parse_ptx(artifacts.ptx, mod.func)
+        except ValueError as e:
+            warnings.append(f"PTX not read ({e}): static divergence unchecked")
+    ev = evm.build(mod, f, sass, sass_lines, ptxas, artifacts.shared_bytes, artifacts.num_stages, ptx)
     dots = {d.op.id: d for d in ev.dots}
     nodes = [_node(mod, op, ev.layouts, dots) for op in mod.ops]
     findings = match(ev)
@@ -265,4 +272,5 @@ def decompose(artifacts: Artifacts, facts: TaskFacts | None = None) -> Decomposi
         summary_tokens=ntok,
         token_rule=TOKEN_RULE,
         warnings=warnings,
+        unchecked=unchecked(ev),
     )

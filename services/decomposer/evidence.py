@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from services.decomposer import access as acc
 from services.decomposer import layouts as lay
+from services.decomposer.ptx_lanes import PtxKernel
 from services.decomposer.sass import Sass, access_bits
 from services.decomposer.ttgir import Module, Op, defining_op, value_type
 from shared.tools.decompose import LayoutInfo, PtxasInfo, SassLine, TaskFacts
@@ -149,6 +150,7 @@ class Evidence:
     arch: int
     dyn: dict[str, float]
     notes: list[str] = field(default_factory=list)
+    ptx: PtxKernel | None = None  # the kernel's PTX read per lane (static divergence); None = no PTX
 
     def ncu(self, *names: str) -> float | None:
         for n in names:
@@ -406,6 +408,7 @@ def build(
     ptxas: PtxasInfo | None,
     shared_bytes: int | None,
     num_stages: int | None,
+    ptx: PtxKernel | None = None,
 ) -> Evidence:
     tables = lay.decode_all(mod.layouts)
     ctx = acc.new_context(mod)
@@ -469,6 +472,7 @@ def build(
         waves=waves,
         arch=int(m.group(1)) if m else 0,
         dyn=dyn,
+        ptx=ptx,
     )
 
 

@@ -19,9 +19,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from services.decomposer import cost, divergence, roofline, summary
 from services.decomposer import evidence as evm
 from services.decomposer import patterns as pt
-from services.decomposer import roofline, summary
 from services.decomposer.patterns import PATTERNS, Match
 from services.decomposer.ptx_lanes import MemAccess, PtxKernel, parse_ptx
 from services.decomposer.sass import Sass, parse_ptxas, parse_sass, per_line
@@ -161,7 +161,13 @@ def atomic_contention(ev: NativeEvidence) -> Match | None:
 
 
 def atomics_in_loop(ev: NativeEvidence) -> Match | None:
-    hits = _uniq([a for a in _global(ev) if a.kind == "atomic" and a.in_loop and a.cls != "uniform"])
+    hits = _uniq(
+        [
+            a
+            for a in _global(ev)
+            if a.kind == "atomic" and a.in_loop and a.cls != "uniform" and ".cas" not in a.instr.opcode
+        ]
+    )  # a CAS in a loop is a retry loop: atomic_cas_retry_loop
     if not hits:
         return None
     return Match(0.4, ev.locs(hits), [f"{a.instr.opcode} issued every loop iteration" for a in hits])
@@ -186,6 +192,12 @@ def shared_bank_conflicts(ev: NativeEvidence) -> Match | None:
 def local_memory_array(ev: NativeEvidence) -> Match | None:
     p = ev.ptxas
     local = _uniq([a for a in ev.ptx.accesses if a.space == "local"])
+    # sinf/cosf's slow-path array (trig_slow_range_reduction) and printf's argument buffer
+    # (debug_print_or_assert) are local arrays another pattern names
+    named = {(i.file, i.line) for i in ev.ptx.f64_ops if i.idx in pt.control.trig_f64_ops(ev.ptx)}
+    named |= {(i.file, i.line) for i, c in ev.ptx.calls() if c == "vprintf"}
+    if named and all((a.instr.file, a.line) in named for a in local):
+        return None
     if p is None or p.spill_stores + p.spill_loads > 0 or p.stack_frame == 0 or not local:
         return None
     n = ev.sass_count(("LDL", "STL"))
@@ -217,8 +229,95 @@ def divergent_branch_around_barrier(ev: NativeEvidence) -> Match | None:
     )
 
 
+def barrier_in_loop(ev: NativeEvidence) -> Match | None:
+    """bar.sync inside a loop that touches no shared memory: nothing for the barrier to order."""
+    guarded = {id(b) for _, bars in ev.ptx.divergent_barriers for b in bars}
+    hits = []
+    for lo, hi in ev.ptx.loops:
+        body = ev.ptx.instrs[lo : hi + 1]
+        if any(".shared" in i.opcode for i in body):
+            continue
+        hits += [i for i in body if i.opcode.startswith(("bar.sync", "barrier")) and id(i) not in guarded]
+    if not hits:
+        return None
+    lines = sorted({(i.file, i.line) for i in hits if i.file})
+    return Match(
+        0.35,
+        [f"{f}:{ln}" for f, ln in lines][:4],
+        [
+            (
+                f"{len(hits)} bar.sync in a loop with no shared-memory access: every warp waits for the slowest "
+                "each iteration, for nothing"
+            )
+        ],
+    )
+
+
+def read_only_load_not_nc(ev: NativeEvidence) -> Match | None:
+    """Global loads of a kernel that never loads through the read-only (.nc) path: inputs lack
+    `const __restrict__`. Small on Hopper (L1 caches global loads anyway): a smell, low."""
+    loads = [a for a in ev.ptx.accesses if a.space == "global" and a.kind == "load"]
+    if not loads or any(".nc" in a.instr.opcode for a in loads):
+        return None
+    return Match(
+        0.04,
+        ev.locs(loads),
+        [
+            (
+                f"{len(loads)} ld.global without .nc: no input is `const __restrict__`, so the compiler cannot use "
+                "the read-only data path (a small gain on sm_90, where L1 caches global loads too)"
+            )
+        ],
+        "low",
+    )
+
+
+def _loop_instrs(ev: NativeEvidence, prefixes: tuple[str, ...]) -> list:
+    return [i for i in ev.ptx.instrs if i.opcode.startswith(prefixes) and ev.ptx.in_loop(i.idx)]
+
+
+def integer_division_in_hot_loop(ev: NativeEvidence) -> Match | None:
+    """PTX div/rem on integers by a register (not an immediate: the compiler strength-reduces those);
+    64-bit ones are int64_division's."""
+    hits = [
+        i
+        for i in _loop_instrs(ev, ("div.s", "div.u", "rem.s", "rem.u"))
+        if len(i.operands) >= 3 and i.operands[2].startswith("%") and not i.opcode.endswith(("64",))
+    ]
+    if not hits:
+        return None
+    lines = sorted({(i.file, i.line) for i in hits if i.file})
+    return Match(
+        0.35,
+        [f"{f}:{ln}" for f, ln in lines][:4],
+        [f"{len(hits)} integer div/rem by a run-time value inside a loop (~20+ instructions each)"],
+    )
+
+
+def slow_precise_math(ev: NativeEvidence) -> Match | None:
+    """IEEE-rounded f32 division/sqrt (div.rn.f32, sqrt.rn.f32) inside a loop: no fast-math intrinsic."""
+    hits = _loop_instrs(ev, ("div.rn.f32", "sqrt.rn.f32"))
+    if not hits:
+        return None
+    lines = sorted({(i.file, i.line) for i in hits if i.file})
+    return Match(
+        0.15,
+        [f"{f}:{ln}" for f, ln in lines][:4],
+        [
+            f"{len(hits)} IEEE-precise f32 div/sqrt inside a loop (__fdividef / rsqrtf or a reciprocal would do)"
+        ],
+        "low",
+    )
+
+
 def fp64_arithmetic(ev: NativeEvidence) -> Match | None:
-    ops = ev.ptx.f64_ops
+    """f64 PTX instructions, less those another pattern names as the cause: float math promoted by double
+    literals (float_promoted_to_double) and sinf's Payne-Hanek reduction (trig_slow_range_reduction)."""
+    promoted = {i.idx for i in pt.control._promoted(ev.ptx)}
+    trig = pt.control.trig_f64_ops(ev.ptx)
+    ops = [o for o in ev.ptx.f64_ops if o.idx not in promoted and o.idx not in trig]
+    if promoted:  # the widening/narrowing cvts around a promoted op go with it
+        ops = [o for o in ops if not o.opcode.startswith("cvt")]
     if not ops:
         return None
     n_sass = ev.sass_count(_FP64_SASS)
@@ -261,7 +360,35 @@ STATIC: dict[str, Callable[[NativeEvidence], Match | None]] = {
     "shared_bank_conflicts": shared_bank_conflicts,
     "local_memory_array": local_memory_array,
     "divergent_branch_around_barrier": divergent_branch_around_barrier,
+    "warp_divergence": lambda ev: divergence.warp_divergence(ev.ptx),
+    "barrier_in_loop": barrier_in_loop,
+    "integer_division_in_hot_loop": integer_division_in_hot_loop,
+    "slow_precise_math": slow_precise_math,
+    "read_only_load_not_nc": read_only_load_not_nc,
     "fp64_arithmetic": fp64_arithmetic,
+    "debug_print_or_assert": pt.control.debug_print_or_assert_ptx,
+    # issue 22, library 60 -> 80: predicates over `ev.ptx` / `ev.threads` / `ev.facts` shared with Triton
+    **{
+        p.id: p.static  # type: ignore[misc]
+        for p in PATTERNS
+        if p.id
+        in (
+            "volatile_access_in_loop",
+            "memory_fence_in_loop",
+            "device_heap_allocation",
+            "global_atomics_not_privatised",
+            "atomic_cas_retry_loop",
+            "shared_memory_tree_reduction",
+            "barrier_after_last_shared_use",
+            "matmul_on_cuda_cores",
+            "block_not_multiple_of_warp",
+            "float_promoted_to_double",
+            "noinline_call_in_loop",
+            "trig_slow_range_reduction",
+            "int64_division",
+            "timing_instrumentation_left_in",
+        )
+    },
     "occupancy_limited_by_registers": lambda ev: _occ(ev, "registers"),
     "occupancy_limited_by_shared_memory": lambda ev: _occ(ev, "shared memory"),
     "occupancy_limited_by_block_size": lambda ev: _occ(ev, "blocks"),
@@ -283,6 +410,7 @@ def match(ev: NativeEvidence) -> list[Finding]:
         dyn = p.dynamic(ev) if p.dynamic and ev.dyn else None  # type: ignore[arg-type]
         if fc := pt.finding(p, st(ev) if st else None, dyn):
             found.append(fc)
+    cost.apply(found, ev.facts, [], pt.ranking.outside(PATTERNS))
     return pt.rank(found)
 
 
@@ -296,9 +424,11 @@ def build(artifacts: Artifacts, facts: TaskFacts) -> tuple[NativeEvidence, list[
     ptxas = parse_ptxas(artifacts.ptxas_info, ptx.name) if artifacts.ptxas_info.strip() else None
     if ptxas is None:
         warnings.append("no ptxas -v info: registers and spills unknown")
-    threads = math.prod(ptx.maxntid) if ptx.maxntid else None
+    threads = math.prod(ptx.maxntid) if ptx.maxntid else (math.prod(facts.block) if facts.block else None)
     if threads is None:
-        warnings.append("no .maxntid in the PTX (no __launch_bounds__): occupancy not modelled")
+        warnings.append(
+            "no .maxntid in the PTX (no __launch_bounds__) and no launch block given: occupancy not modelled"
+        )
     smem = (
         artifacts.shared_bytes
         if artifacts.shared_bytes is not None
@@ -307,7 +437,7 @@ def build(artifacts: Artifacts, facts: TaskFacts) -> tuple[NativeEvidence, list[
     bps, lim, theo, waves = None, "", None, None
     programs = math.prod(facts.grid) if facts.grid else None
     if threads:
-        warps = max(1, threads // 32)
+        warps = max(1, -(-threads // 32))
         bps, lim = evm.occupancy(warps, ptxas.registers if ptxas else None, smem, facts)
         theo = bps * warps / facts.device.max_warps_per_sm if bps else None
         waves = programs / (facts.device.sms * bps) if programs and bps else None
@@ -355,11 +485,11 @@ def decompose_native(artifacts: Artifacts, facts: TaskFacts | None = None) -> De
     g = [a for a in ev.ptx.accesses if a.space in ("global", "shared", "local")]
     for a in _uniq(g)[:12]:
         header.append(f"{a.instr.file}:{a.line} {a.instr.opcode} {a.cls} step {a.coef} width {a.width} B")
-    warps = max(1, (ev.threads or 32) // 32)
+    warps = max(1, -(-(ev.threads or 32) // 32))
     tm = re.search(r"\.target\s+sm_(\d+)", artifacts.ptx)
     target = f"cuda:{tm.group(1)}" if tm else "cuda"
     text, ntok = summary.build(ev.ptx.name, target, warps, [], {}, findings, roof, header)
-    return Decomposition(
+    d = Decomposition(
         kernel=ev.ptx.name,
         target=target,
         num_warps=warps,
@@ -372,4 +502,27 @@ def decompose_native(artifacts: Artifacts, facts: TaskFacts | None = None) -> De
         summary_tokens=ntok,
         token_rule=TOKEN_RULE,
         warnings=warnings,
+        unchecked=pt.ranking.unchecked(ev, PATTERNS, lambda p: p.id in STATIC),
     )
+    return relocate(d, ev.ptx.name, f) if f.source_file else d
+
+
+def relocate(d: Decomposition, kernel: str, f: TaskFacts) -> Decomposition:
+    """References to the compiled copy (`<scratch>/<kernel>.cu:N`) rewritten into the task file: line
+    `f.source_line + N - 1` of `f.source_file`, where the CUDA_SOURCE literal opens."""
+    pat = re.compile(r"[^\s:,;()\[\]]*" + re.escape(kernel) + r"\.cu:(\d+)")
+
+    def line(n: int) -> int:
+        return f.source_line + n - 1
+
+    def sub(text: str) -> str:
+        return pat.sub(lambda m: f"{f.source_file}:{line(int(m.group(1)))}", text)
+
+    for fd in d.findings:
+        fd.locations = [sub(x) for x in fd.locations]
+        fd.evidence = [sub(x) for x in fd.evidence]
+    for r in d.sass_lines:
+        if r.file.endswith(f"{kernel}.cu"):
+            r.file, r.line = f.source_file, line(r.line)
+    d.summary = sub(d.summary)
+    return d

@@ -26,6 +26,7 @@ _LABEL = re.compile(r"^(\$?[\w$]+):\s*$")
 _INSTR = re.compile(r"^(@!?%\w+\s+)?([a-z][\w.]*)\s*(.*?);")
 _BITS = {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16, "b32": 32}
 _BITS |= {"u32": 32, "s32": 32, "f32": 32, "b64": 64, "u64": 64, "s64": 64, "f64": 64, "b128": 128}
+_BRACE = re.compile(r"[{}]")
 _IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)$")
 
 
@@ -80,6 +81,26 @@ class MemAccess:
         return math.gcd(words, 32)
 
 
+@dataclass(frozen=True)
+class DivergentBranch:
+    """A conditional forward branch whose predicate differs between lanes of one warp.
+
+    kind "lane": the condition is non-linear in the lane index (parity, a mask or modulo below 32, ...):
+    every warp splits. kind "data": it comes from data each lane loaded: a warp splits where the data does
+    (only counters say how often). `region` PTX instructions run for part of the warp (both sides of an
+    if/else, serialised); `body` is the enclosing loop's instructions (or the whole kernel's)."""
+
+    instr: PtxInstr
+    kind: str  # "lane" | "data"
+    region: int
+    body: int
+    in_loop: bool
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.region / self.body) if self.body else 0.0
+
+
 @dataclass
 class PtxKernel:
     name: str
@@ -91,9 +112,23 @@ class PtxKernel:
     loops: list[tuple[int, int]] = field(default_factory=list)  # (label idx, backward bra idx)
     divergent_barriers: list[tuple[PtxInstr, list[PtxInstr]]] = field(default_factory=list)
     f64_ops: list[PtxInstr] = field(default_factory=list)
+    divergent_branches: list[DivergentBranch] = field(default_factory=list)
+    branches: int = 0  # conditional branches looked at (the divergence check ran on this many)
 
     def in_loop(self, idx: int) -> bool:
         return any(a <= idx <= b for a, b in self.loops)
+
+    def calls(self) -> list[tuple[PtxInstr, str]]:
+        """Each `call` with its callee (malloc, vprintf, a __noinline__ function's name)."""
+        out = []
+        for i in self.instrs:
+            if i.opcode.startswith("call"):
+                callee = next((o for o in i.operands if not o.startswith("(")), "")
+                out.append((i, callee))
+        return out
+
+
+_CALL = re.compile(r"\bcall(?:\.uni)?\s[^;]*;")
 
 
 def _entry_body(ptx: str, kernel: str) -> tuple[str, str, str]:
@@ -103,15 +138,12 @@ def _entry_body(ptx: str, kernel: str) -> tuple[str, str, str]:
         if kernel and name != kernel:
             continue
         start = ptx.find("{", m.end())
-        depth, i = 0, start
-        while i < len(ptx):
-            if ptx[i] == "{":
-                depth += 1
-            elif ptx[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
+        depth, i = 0, len(ptx)
+        for b in _BRACE.finditer(ptx, start):
+            depth += 1 if b.group() == "{" else -1
+            if depth == 0:
+                i = b.start()
+                break
         return name, ptx[m.end() : start], ptx[start + 1 : i]
     raise ValueError(
         f"no .entry {kernel!r} in the PTX" if kernel else "no .entry in the PTX: pass the compile tool's PTX"
@@ -129,6 +161,7 @@ def parse_ptx(ptx: str, kernel: str = "") -> PtxKernel:
     if nt:
         k.maxntid = tuple(int(x) for x in nt.group(1).replace(" ", "").split(",") if x)
     file, line = "", 0
+    body = _CALL.sub(lambda m: " ".join(m.group().split()), body)  # a call statement spans lines
     for raw in body.splitlines():
         s = raw.strip()
         if not s or s.startswith("//"):
@@ -161,6 +194,8 @@ def parse_ptx(ptx: str, kernel: str = "") -> PtxKernel:
 
 
 def _split_operands(text: str) -> list[str]:
+    if "[" not in text and "{" not in text:
+        return [t for t in text.split(",") if t.strip()]
     out, depth, cur = [], 0, ""
     for ch in text:
         if ch in "[{":
@@ -213,6 +248,8 @@ def _lanes(k: PtxKernel) -> None:
     two_d: set[str] = set()
     # predicate -> lane-varying (its branch may diverge inside a warp)
     pvary: dict[str, bool] = {}
+    # predicate -> "lane" (non-linear in the lane: splits every warp) / "data" (from loaded data)
+    psplit: dict[str, str] = {}
 
     def c(op: str) -> Coef:
         if _imm(op) is not None:
@@ -267,6 +304,20 @@ def _lanes(k: PtxKernel) -> None:
             k.f64_ops.append(ins)
         if base == "setp":
             pvary[dst] = any(c(o) != 0 for o in src)
+            cs = {c(o) for o in src}
+            split = "lane" if "NA" in cs else ("data" if "IND" in cs else "")
+            # setp with a second predicate output (`%p1|%p2`): both share the condition
+            for d in dst.split("|"):
+                pvary[d] = pvary[dst]
+                if split:
+                    psplit[d] = split
+            continue
+        if base in ("and", "or", "xor", "not") and ".pred" in ins.opcode:
+            ps = [o.lstrip("!") for o in src]
+            pvary[dst] = any(pvary.get(o, False) for o in ps)
+            kinds = {psplit[o] for o in ps if o in psplit}
+            if kinds:
+                psplit[dst] = "lane" if "lane" in kinds else "data"
             continue
         if base == "bra" and ins.pred:
             continue
@@ -350,6 +401,7 @@ def _lanes(k: PtxKernel) -> None:
             cs = [c(o) for o in src]
             r = 0 if all(x == 0 for x in cs) else ("IND" if "IND" in cs else "NA")
         coef[dst] = r
+    _divergence(k, psplit)
     for ins in k.instrs:
         if not (ins.opcode.startswith("bra") and ins.pred and ins.operands):
             continue
@@ -359,3 +411,29 @@ def _lanes(k: PtxKernel) -> None:
         bars = [x for x in k.instrs[ins.idx + 1 : tgt] if x.opcode.startswith(("bar", "barrier"))]
         if bars:
             k.divergent_barriers.append((ins, bars))
+
+
+def _divergence(k: PtxKernel, psplit: dict[str, str]) -> None:
+    """Forward conditional branches on a lane-splitting predicate, with the share of the enclosing loop
+    body (or kernel) they guard: the skipped region, and the else side when it ends in `bra END`."""
+    for ins in k.instrs:
+        if not (ins.opcode.startswith("bra") and ins.pred and ins.operands):
+            continue
+        tgt = k.labels.get(ins.operands[0])
+        if tgt is None or tgt <= ins.idx:
+            continue  # a loop's back edge: the trip count, not a split
+        k.branches += 1
+        kind = psplit.get(ins.pred.lstrip("!"), "")
+        if not kind:
+            continue
+        region = tgt - ins.idx - 1
+        last = k.instrs[tgt - 1] if tgt - 1 > ins.idx else None
+        if last is not None and last.opcode.startswith("bra") and not last.pred and last.operands:
+            end = k.labels.get(last.operands[0])
+            if end is not None and end > tgt:
+                region += end - tgt  # if/else: both sides run, one after the other
+        loop = min(
+            (lp for lp in k.loops if lp[0] <= ins.idx <= lp[1]), key=lambda lp: lp[1] - lp[0], default=None
+        )
+        body = (loop[1] - loop[0] + 1) if loop else len(k.instrs)
+        k.divergent_branches.append(DivergentBranch(ins, kind, region, body, loop is not None))

@@ -1,7 +1,8 @@
 """NATS adapter of the decomposer: one micro endpoint on `decomposer.analyze` (services/decomposer/
 analyze.py). A task reference is compiled (text artifacts) through the toolrunner's `tools.compile` first;
 then, from the compile cache and concurrently, `tools.ptxas_info` (ptxas -v), `tools.sass` (nvdisasm -gi
-text, for per-line SASS correlation) and `tools.load_task` (FLOP/byte formulas). A tool that fails costs
+text, for per-line SASS correlation), `tools.load_task` (FLOP/byte formulas) and `tools.launch_grid` (the
+grid, and a CUDA task's block, of the task's own launch on meta/fake tensors). A tool that fails costs
 only its part: the decomposition's warnings say which and why."""
 
 from __future__ import annotations
@@ -54,15 +55,18 @@ async def setup(runtime: ServiceRuntime) -> None:
             if not comp.ok or comp.result is None:
                 inp = comp.error or ToolError(code="failed", message="compile gave no result")
             else:
-                ptx, sass, task = await asyncio.gather(
+                ptx, sass, task, grid = await asyncio.gather(
                     tool("ptxas_info", ref, req),
                     tool("sass", analyze.sass_args(inp), req),
                     tool("load_task", {"path": inp.task_path}, req),
+                    tool("launch_grid", analyze.grid_args(inp), req),
                 )
-                notes = analyze.tool_notes({"ptxas_info": ptx, "sass": sass, "load_task": task})
-                inp = analyze.task_input(
-                    inp, comp.result, *(r.result if r.ok else None for r in (ptx, sass, task))
-                )
+                tools = {"ptxas_info": ptx, "sass": sass, "load_task": task, "launch_grid": grid}
+                notes = analyze.tool_notes(tools)
+                results = [r.result if r.ok else None for r in (ptx, sass, task, grid)]
+                if note := analyze.launch_of(inp, results[2], results[3])[2]:
+                    notes.append(note)
+                inp = analyze.task_input(inp, comp.result, *results)
         out = (
             analyze.failed(req, inp)
             if isinstance(inp, ToolError)

@@ -1,7 +1,6 @@
 """The compact IR summary for prompts: one line per node of interest, most important first, <= 750 tokens.
 
-Tokens are counted with shared/tokens.py's rule (an upper bound for BPE tokenizers), the same rule the
-planner applies to its context.
+Tokens are counted with shared/tokens.py (the Qwen2.5 tokenizer), as the planner counts its context.
 """
 
 from __future__ import annotations
@@ -66,7 +65,8 @@ def build(
     for f in findings[:6]:
         loc = f" @{f.locations[0]}" if f.locations else ""
         ev = f": {f.evidence[0]}" if f.evidence else ""
-        lines.append(f"! {f.severity} {f.pattern}{loc}{ev}"[:220])
+        gain = f" saves~{f.saves_s * 1e6:.0f}us" if f.saves_s is not None and f.saves_s >= 1e-6 else ""
+        lines.append(f"! {f.severity} {f.pattern}{gain}{loc}{ev}"[:220])
     seen: set[tuple[str, int | None, str]] = set()
     cand = sorted(
         (n for n in nodes if n.op in _RANK), key=lambda n: (_RANK[n.op], 0 if n.loop is not None else 1, n.id)
@@ -79,10 +79,15 @@ def build(
         seen.add(key)
         body.append(node_line(n, extras.get(n.id, "")))
     text = "\n".join(lines)
+    # Lines are added while the running count stays in budget: the tokenizer's pre-tokens split at a
+    # newline, so a line's count adds; the whole text is counted again at the end (and cut if need be).
+    total = count_tokens(text)
+    kept = [text]
     for b in body:
-        trial = text + "\n" + b
-        if count_tokens(trial) > TOKEN_LIMIT:
+        n = count_tokens("\n" + b)
+        if total + n > TOKEN_LIMIT:
             break
-        text = trial
-    text = truncate_lines(text, TOKEN_LIMIT)
+        kept.append(b)
+        total += n
+    text = truncate_lines("\n".join(kept), TOKEN_LIMIT)
     return text, count_tokens(text)

@@ -1,4 +1,4 @@
-"""The `launch_grid` tool: the programs each Triton launch of a task runs, per config, at a named shape.
+"""The `launch_grid` tool: the programs each launch of a task runs (Triton or CUDA C++), per config, at a shape.
 
 The planner's wave model (search.estimate) needs the program count, and only the task's `launch()` knows
 it: `l1_col_reduce` launches `cdiv(cols, BLOCK_N)` programs, so its widest column block leaves 32 programs
@@ -19,15 +19,16 @@ from shared.messages import Scalar
 from shared.tools.grid import MAX_CONFIGS, LaunchGridInput, LaunchGridOutput
 
 WORKER = "services.toolrunner.workers.launch_grid"
-METHOD = ("launch() called on PyTorch meta-device inputs with triton's JITFunction.run replaced by a "
-          "recorder of the evaluated grid: no kernel runs; programs = grid x * y * z")
+METHOD = ("launch() called on PyTorch meta-device inputs (CUDA C++: fake CUDA tensors) with triton's "
+          "JITFunction.run (CUDA: torch.cuda.compile_kernel's launcher) replaced by a recorder of the "
+          "evaluated grid and block: no kernel runs; programs = grid x * y * z")
 
 
 def run(args: LaunchGridInput) -> LaunchGridOutput:
     task = load_for_tool(args.task_path)
-    if task.kind != "triton":
-        raise ToolFailure("refused", f"launch_grid records Triton launches; {task.path} is a {task.kind} task "
-                                     "(its grid is in its own launch code: read it there)")
+    if task.kind not in ("triton", "cuda"):
+        raise ToolFailure("refused", f"launch_grid records Triton and CUDA C++ launches; {task.path} is a "
+                                     f"{task.kind} task (its grid is in its own launch code: read it there)")
     if len(args.configs) > MAX_CONFIGS:
         raise ToolFailure("refused", f"{len(args.configs)} configs > {MAX_CONFIGS} per request: send them in parts")
     for o in args.configs:
@@ -54,9 +55,10 @@ def run(args: LaunchGridInput) -> LaunchGridOutput:
 SPEC = ToolSpec(
     name="launch_grid",
     version="1",
-    description=("The grid and program count of every Triton launch a task's launch() makes, for each given "
-                 "config, at a named shape (default full), recorded on meta-device inputs: no GPU, no "
-                 "kernel runs. Feeds the planner's waves-per-SM estimate."),
+    description=("The grid and program count (CUDA C++: also the block) of every launch a task's launch() "
+                 "makes, for each given config, at a named shape (default full), recorded on meta-device "
+                 "(CUDA: fake CUDA) inputs: no GPU, no kernel runs. Feeds the planner's waves-per-SM "
+                 "estimate and the decomposer's grid."),
     input=LaunchGridInput,
     output=LaunchGridOutput,
     run=run,

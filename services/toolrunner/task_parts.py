@@ -11,6 +11,7 @@ import inspect
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any, get_args
 
@@ -347,11 +348,12 @@ def describe(module: ModuleType, path: str, sha256: str) -> tuple[TaskManifest |
     costs = _costs(module, shapes, problems) if shapes is not None and has_formulas else []
     if problems or shapes is None:
         return None, problems
-    cuda_sha = ""
+    cuda_sha, cuda_line = "", 0
     if kind == "cuda":
         import hashlib
 
         cuda_sha = hashlib.sha256(module.CUDA_SOURCE.encode()).hexdigest()
+        cuda_line = _cuda_source_line(path)
     return TaskManifest(
         path=path,
         sha256=sha256,
@@ -368,7 +370,27 @@ def describe(module: ModuleType, path: str, sha256: str) -> tuple[TaskManifest |
         precision=precision,  # type: ignore[arg-type]
         costs=costs,
         cuda_source_sha256=cuda_sha,
+        cuda_source_line=cuda_line,
     ), []
+
+
+def _cuda_source_line(path: str) -> int:
+    """The line of the task file where the CUDA_SOURCE string opens (line 1 of the compiled .cu copy), or
+    0 when it is not a literal assignment (e.g. read from another file)."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return 0
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "CUDA_SOURCE" for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+        ):
+            return node.value.lineno
+    return 0
 
 
 # KernelBench's own default (src/kernelbench/eval.py: atol = rtol = 1e-02).

@@ -63,6 +63,11 @@ class TaskFacts(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """What the caller knows beyond the artifacts. Every field is optional: absent means unknown."""
 
     grid: list[int] = []  # launch grid (programs per axis) at the analysed shape
+    block: list[int] = []  # CUDA C++: threads per block [x, y, z] the launch passes (Triton: num_warps)
+    # CUDA C++: references to the compiled copy (`<scratch>/<kernel>.cu:N`) are rewritten to
+    # `source_file:(source_line + N - 1)`, the task file where CUDA_SOURCE opens; "" keeps them as they are.
+    source_file: str = ""
+    source_line: int = 0
     flops: float | None = None  # task FLOP formula at the shape
     bytes_moved: float | None = None  # task byte formula at the shape
     dtype: str = ""  # dominant compute dtype: "bfloat16", "float32", ...
@@ -178,6 +183,18 @@ class Finding(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     locations: list[str] = []  # "file:line", "sass:0x01b0"
     evidence: list[str] = []
     transformations: list[Transformation] = []
+    # A transformation of shared/transforms/ that answers it, by name, when its precondition holds here
+    fix_transform: str = ""
+    saves_s: float | None = None  # time it can plausibly save (services/decomposer/cost.py); None = unknown
+    cost: str = ""  # how saves_s was reached: measured or modelled, and from what
+
+
+class Unchecked(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A pattern the decomposer could not check on this kernel, and what it would need."""
+
+    pattern: str
+    needs: list[str] = []  # "grid", "ptxas", "sass", "ptx", "costs", "measured", "ncu"
+    reason: str = ""
 
 
 class Decomposition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -195,6 +212,7 @@ class Decomposition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     summary_tokens: int = 0
     token_rule: str = ""
     warnings: list[str] = []  # what could not be read, e.g. "no SASS given: SASS correlation skipped"
+    unchecked: list[Unchecked] = []  # patterns not checked (missing evidence): absent != checked and clean
 
 
 class DecomposeInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

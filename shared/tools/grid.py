@@ -27,6 +27,7 @@ class ConfigGrid(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     kernels: list[str] = []
     grids: list[list[int]] = []  # one [x, y, z] per launch
     programs: list[int] = []  # x * y * z per launch
+    blocks: list[list[int]] = []  # CUDA C++ launches: threads per block [x, y, z] (Triton: num_warps)
     error: str = ""  # why this config's launch() could not be recorded
 
 

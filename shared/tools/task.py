@@ -69,6 +69,9 @@ class TaskManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     precision: Precision
     costs: list[ShapeCost] = []  # one per named shape; empty when the task has no formulas (KernelBench)
     cuda_source_sha256: str = ""  # CUDA tasks: hash of CUDA_SOURCE
+    # CUDA tasks: the task-file line where the CUDA_SOURCE literal opens (= line 1 of the compiled .cu copy);
+    # 0 when unknown. Maps a PTX/SASS line back into the task.
+    cuda_source_line: int = 0
     has_candidate: bool = False  # KernelBench: the file defines ModelNew
     notes: list[str] = []  # non-fatal remarks, e.g. "KernelBench: no FLOP formula"
 

@@ -110,6 +110,8 @@ def capture(case, out_root: Path) -> Path:
         "target": "cuda:90",
         "captured_by": "tests/decomposer/capture_corpus.py",
         "bench_only": case.name.startswith("bench_"),
+        "kind": case.kind,
+        "origin": case.origin,
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     return out

@@ -92,6 +92,8 @@ def capture(case, out_root: Path) -> Path:
         "target": "cuda:90",
         "captured_by": "tests/decomposer/capture_cuda_corpus.py",
         "bench_only": False,
+        "kind": case.kind,
+        **({"origin": case.origin} if case.origin else {}),
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     return out

@@ -32,6 +32,7 @@ def load(case: str | Path) -> tuple[Artifacts, TaskFacts, dict]:
     )
     facts = TaskFacts(
         grid=meta["grid"],
+        block=meta.get("block", []),
         flops=meta["flops"] or None,
         bytes_moved=meta["bytes_moved"] or None,
         precision=meta["precision"],

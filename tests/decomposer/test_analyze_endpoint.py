@@ -130,3 +130,32 @@ async def test_task_analysis_through_the_bus_has_sass_per_line(
         assert {b for v in ldg.values() for b in v} == {bits} == {b for v in stg.values() for b in v}
         assert d.roofline.bound == "memory"
     await runtime.micro.stop()
+
+
+@pytest.mark.slow
+async def test_task_analysis_has_the_launch_grid_triton_and_cuda(
+    toolrunner: ServiceRuntime, make_bus: BusFactory
+) -> None:
+    """The task form asks launch_grid for the task's own launch: small_grid can fire from `kpilot analyze`
+    (and the planner's diagnosis, the same request), and a CUDA task without __launch_bounds__ gets its
+    warps and occupancy from the launch's block, with references into the task file."""
+    runtime = ServiceRuntime("decomposer", await make_bus("decomposer"))
+    await runtime.start()
+    await setup(runtime)
+    planner = await make_bus("planner")
+
+    # l1_col_reduce: cdiv(cols 8192, BLOCK_N 256) = 32 programs for 132 SMs.
+    task = ROOT / "benchmarks" / "tasks" / "l1_col_reduce.py"
+    d = await _analyze(planner, task, {"BLOCK_M": 8, "BLOCK_N": 256, "num_warps": 1})
+    small = next(f for f in d.findings if f.pattern == "small_grid")
+    assert "grid of 32 programs" in small.evidence[0]
+
+    # examples/transpose_cuda.py launches 32 x 8 threads per block: 8 warps, grid 256 x 1024 at 8192^2.
+    task = ROOT / "examples" / "transpose_cuda.py"
+    d = await _analyze(planner, task)
+    assert d.num_warps == 8 and "occupancy:" in d.summary and "waves" in d.summary, d.summary
+    locs = [x for f in d.findings for x in f.locations if ".py:" in x or ".cu:" in x]
+    assert locs and all(x.startswith(f"{task}:") for x in locs), locs
+    store_line = next(iter(_lines_with(task, "out[(long long)c * rows + r]")))
+    assert f"{task}:{store_line}" in locs
+    await runtime.micro.stop()

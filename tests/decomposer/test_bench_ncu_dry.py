@@ -50,10 +50,15 @@ def test_dry_run_lists_the_batch_plan(tmp_path: Path) -> None:
     lang = {e["case"]: e["language"] for e in res["plan"]}
     assert all(len(b["cases"]) <= 16 and {lang[c] for c in b["cases"]} == {b["language"]} for b in batches)
     assert [(b["language"], len(b["cases"])) for b in batches] == [
-        ("triton", 14),
-        ("cuda", 11),
         ("triton", 16),
-        ("triton", 13),
+        ("triton", 16),
+        ("triton", 4),
+        ("cuda", 16),
+        ("cuda", 16),
+        ("cuda", 10),
+        ("triton", 16),
+        ("triton", 16),
+        ("triton", 15),
     ]
     assert {r["case"]: r["batch"] for r in res["cases"]}["print_left_in"] is None  # never launched
     assert all("outcome" not in b for b in batches)  # nothing ran
@@ -98,14 +103,18 @@ def test_every_cuda_launch_description_matches_its_kernel_signature(case: str) -
     assert given == _params(c.source, c.kernel), f"{case}: args {c.args} do not match the kernel's parameters"
 
 
-@pytest.mark.parametrize(("run", "measured", "planted", "run_top1"), [(9, 52, 41, 0.8049), (10, 54, 43, 1.0)])
+@pytest.mark.parametrize(
+    ("run", "measured", "planted", "at_roof", "run_top1"), [(9, 52, 33, 8, 0.8049), (10, 54, 34, 9, 1.0)]
+)
 def test_replay_rescores_the_h200_counters_with_todays_patterns(
-    tmp_path: Path, run: int, measured: int, planted: int, run_top1: float
+    tmp_path: Path, run: int, measured: int, planted: int, at_roof: int, run_top1: float
 ) -> None:
     """Real H200 counters (runs 9 and 10), re-scored by this checkout's library: every measured planted
     case puts its planted pattern first, and no clean kernel has a high-severity finding. Run 9 itself
     scored 80 % (8 counter-only symptoms ranked above their causes); the cause-before-symptom ranking was
-    chosen from its counters, and run 10 measured the corpus again with it in place."""
+    chosen from its counters, and run 10 measured the corpus again with it in place. Planted smells whose
+    kernel ran within 10 % of its roofline there (e.g. int_div_loop, 34.1 us for a 30.9 us floor) are info
+    now, counted apart, and still named (issue 22)."""
     path = (
         Path(__file__).parents[1]
         / "fixtures"
@@ -120,4 +129,5 @@ def test_replay_rescores_the_h200_counters_with_todays_patterns(
     assert json.loads(path.read_text())["static_plus_ncu"]["top1"] == run_top1  # what the run itself scored
     s = r["static_plus_ncu"]
     assert (s["planted"], s["misattributed"], s["false_positive_cases"]) == (planted, [], []), s
-    assert s["top1"] == 1.0 and s["high_fp_rate"] == 0.0
+    assert s["top1"] == s["top3"] == 1.0 and s["high_fp_rate"] == 0.0
+    assert s["planted_at_roof"] == s["at_roof_still_named"] == at_roof

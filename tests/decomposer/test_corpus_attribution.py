@@ -80,5 +80,6 @@ def test_findings_carry_locations_and_fixes(results: list) -> None:
             "occupancy_limited_by_registers",
             "occupancy_limited_by_block_size",
             "idle_threads_tile_smaller_than_block",
+            "block_not_multiple_of_warp",
         ):
             assert any(":" in loc and not loc.startswith("sass:") for loc in top.locations), (name, top)

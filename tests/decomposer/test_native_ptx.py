@@ -46,3 +46,27 @@ def test_fixtures_match_cuda_cases_py() -> None:
         assert (d / f"{case.name}.cu").read_text() == case.source, case.name
         _art, facts, meta = corpus_io.load(d)
         assert meta["expect"] == case.expect and facts.grid == list(case.grid), case.name
+
+
+def test_lane_parity_branch_is_divergent_and_warp_parity_is_not() -> None:
+    lane = _ptx("cuda_lane_parity_branch")
+    (b,) = [x for x in lane.divergent_branches if x.kind == "lane"]
+    # both sides of the if/else (32 FMAs each) inside the `it` loop: a large share of its body
+    assert b.in_loop and 0.3 < b.fraction <= 1.0 and b.instr.line
+    warp = _ptx("cuda_clean_warp_parity_branch")
+    assert warp.branches >= 1 and not warp.divergent_branches  # (tid >> 5) & 1 is uniform per warp
+    # bound checks (i < n) split at most the tail warp: not counted
+    assert not _ptx("cuda_clean_saxpy").divergent_branches
+
+
+def test_unchecked_patterns_are_listed_with_what_they_need() -> None:
+    art, facts, _ = corpus_io.load("cuda_lane_parity_branch")
+    d = decompose(art, facts)
+    assert d.findings[0].pattern == "warp_divergence" and d.findings[0].severity == "high"
+    un = {u.pattern: u for u in d.unchecked}
+    assert un["stall_dominant"].needs == ["ncu"] and un["roofline_far_below"].needs == ["measured"]
+    assert "TTGIR-only" in un["k_loop_not_pipelined"].reason and "warp_divergence" not in un
+    t_art, t_facts, _ = corpus_io.load("clean_add")
+    t_art.ptx = ""
+    wd = [u for u in decompose(t_art, t_facts).unchecked if u.pattern == "warp_divergence"]
+    assert wd and wd[0].needs == ["ptx"]  # Triton path without PTX: divergence unchecked, not "clean"

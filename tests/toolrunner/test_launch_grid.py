@@ -57,10 +57,19 @@ def test_make_inputs_or_launch_that_needs_real_data_says_so_per_config() -> None
     assert programs_from([{}], out.results) == {}
 
 
+def test_a_cuda_task_records_grid_and_block_from_its_own_launch_on_fake_cuda_tensors() -> None:
+    # rows = cols = 16384: naive (USE_TILE 0) grid cdiv(16384, 32) x cdiv(16384, 8) = 512 x 2048 blocks of
+    # 32 x 8 threads; tiled (USE_TILE 1) steps BLOCK_X rows per block: 512 x 512.
+    cfgs = [{}, {"USE_TILE": 1}]
+    out = run(LaunchGridInput(task_path=str(TASKS / "l1_transpose_cuda.py"), configs=cfgs))
+    naive, tiled = out.results
+    assert naive.grids == [[512, 2048, 1]] and naive.blocks == [[32, 8, 1]] and naive.programs == [1048576]
+    assert tiled.grids == [[512, 512, 1]] and naive.kernels == tiled.kernels == ["transpose"]
+
+
 @pytest.mark.parametrize(
     ("args", "fix"),
     [
-        ({"task_path": str(TASKS / "l1_transpose_cuda.py")}, "is a cuda task"),
         ({"task_path": str(TASKS / "l1_relu.py"), "configs": [{"BLOK": 1}]}, "not in the task's CONFIG"),
         ({"task_path": str(TASKS / "l1_relu.py"), "shape": "huge"}, "unknown shape"),
         ({"task_path": str(TASKS / "l1_relu.py"), "configs": [{}] * (MAX_CONFIGS + 1)}, "send them in parts"),

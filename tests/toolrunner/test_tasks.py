@@ -68,6 +68,7 @@ def test_matmul_manifest_is_the_untuned_start(manifests: dict[str, TaskManifest]
 def test_cuda_and_kernelbench_manifests(manifests: dict[str, TaskManifest]) -> None:
     t = manifests["transpose_cuda"]
     assert t.kernel_names() == ["transpose_naive"] and len(t.cuda_source_sha256) == 64
+    assert t.cuda_source_line == 12  # examples/transpose_cuda.py opens CUDA_SOURCE on line 12
     assert t.config == {"BLOCK_X": 32, "BLOCK_Y": 8}
     kb = manifests["kernelbench_relu"]
     assert kb.has_candidate and kb.kernel_names() == ["relu_kernel"]

@@ -71,10 +71,21 @@ def render(d: dict[str, Any]) -> str:
         lines.append(f"  [{f['severity']}] {f['pattern']}  at {where}")
         lines += [f"      evidence: {e}" for e in f["evidence"][:3]]
         fixes = ", ".join(str(t) for t in f.get("transformations", []))
+        if f.get("fix_transform"):
+            fixes += f" (transformation: {f['fix_transform']})"
         if fixes:
             lines.append(f"      fix: {fixes}")
+        if f.get("cost"):
+            lines.append(f"      cost: {f['cost']}")
     if not d.get("findings"):
         lines.append("  none")
+    unchecked = d.get("unchecked", [])
+    if unchecked:
+        needs: dict[str, list[str]] = {}
+        for u in unchecked:
+            needs.setdefault(", ".join(u.get("needs", [])) or u.get("reason", ""), []).append(u["pattern"])
+        lines += ["", "not checked (missing evidence):"]
+        lines += [f"  needs {k}: {', '.join(v)}" for k, v in needs.items()]
     lines += ["", "nodes of interest (kind, op, hardware unit, file:line):"]
     for n in d.get("nodes", []):
         unit = str(n.get("unit", ""))
@@ -90,7 +101,8 @@ def render(d: dict[str, Any]) -> str:
 def _patterns(args: argparse.Namespace) -> int:
     from services.decomposer.patterns import PATTERNS
     rows = [{"id": p.id, "description": p.description, "severity": p.severity,
-             "dynamic": p.dynamic is not None} for p in PATTERNS]
+             "dynamic": p.dynamic is not None, "fix_transform": p.fix_transform,
+             "requires": list(p.requires)} for p in PATTERNS]
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

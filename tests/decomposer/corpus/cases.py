@@ -1,10 +1,8 @@
 """Planted-bottleneck corpus: small Triton kernels, each correct, each with ONE planted bottleneck.
 
-`CASES` lists them with the pattern id that must rank first (`expect`), or `expect=None` for the clean,
-well-tuned kernels that must raise no high-severity finding. `capture_corpus.py` compiles each case for
-cuda:90 and commits its TTGIR/PTX/SASS/ptxas text next to this file; the tests read only those fixtures.
-Integer arguments carry an example value: like Triton's JIT, a value divisible by 16 gets
-`tt.divisibility = 16`, any other value none (that is how the "missing divisibility" cases are planted).
+`CASES` lists them with the pattern id that must rank first (`expect`), or `expect=None` for the clean ones
+(no high-severity finding allowed); capture_corpus.py commits each one's cuda:90 TTGIR/PTX/SASS/ptxas text
+here. Int arguments carry an example value: as in Triton's JIT, one divisible by 16 gets `tt.divisibility`.
 """
 
 from __future__ import annotations
@@ -29,6 +27,8 @@ class Case:
     expect: str | None = None
     precision: str = "exact"
     kernels_in_task: int = 1
+    kind: str = "seed"  # seed / planted / clean / oss / no_cost (cases_more.py); benchmarks count each
+    origin: str = ""  # the open-source kernel an "oss" case follows
 
 
 # ---------------------------------------------------------------- elementwise and copies
@@ -952,3 +952,11 @@ BENCH_CASES: tuple[Case, ...] = (
         bytes_moved=4.0 * _BH * _S * _D * 2,
     ),
 )
+
+
+from tests.decomposer.corpus.cases_more import MORE_CASES
+
+CASES = CASES + MORE_CASES
+from tests.decomposer.corpus.cases_wide import WIDE_CASES
+
+CASES = CASES + WIDE_CASES

@@ -7,8 +7,9 @@ the decomposer reads these from PTX/SASS/ptxas alone (services/decomposer/native
 
 `args` is the launch description the GPU benchmark uses (benchmarks/bench_decomposer_ncu.py):
 ("in", elements) a random fp32 input, ("in_i32", elements, high) random ints in [0, high),
-("out", elements) a zeroed fp32 output, ("int", value) an int scalar, ("float", value) an fp32 scalar. Every kernel has
-`__launch_bounds__(BLOCK)` so PTX carries the block size (`.maxntid`) the occupancy model needs.
+("out", elements) a zeroed fp32 output, ("int", value) an int scalar, ("float", value) an fp32 scalar. Kernels carry
+`__launch_bounds__(BLOCK)` (PTX `.maxntid`) except where a case plants its absence: then the occupancy model
+reads the launch's block (meta.json "block", TaskFacts.block), as `kpilot analyze` does from launch_grid.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class CudaCase:
     nvcc_flags: tuple[str, ...] = ()
     kernels_in_task: int = 1
     notes: str = field(default="")
+    kind: str = "seed"  # as Case.kind (cases_more.py): seed / planted / clean / oss / no_cost
+    origin: str = ""  # the open-source kernel an "oss" case follows
 
 
 N = 1 << 24  # 16.7 M fp32: 64 MB per tensor, beyond the 60 MB L2
@@ -198,6 +201,127 @@ saxpy(const float* __restrict__ x, const float* __restrict__ y, float* __restric
 }
 """
 
+# Divergence: odd and even lanes take different 32-step polynomials inside the loop, so every warp runs
+# both sides one after the other (half the lanes idle through each).
+LANE_PARITY = r"""
+extern "C" __global__ void __launch_bounds__(256)
+lane_parity(const float* __restrict__ in, float* __restrict__ out, int n, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = in[i];
+    for (int it = 0; it < iters; ++it) {
+        if (threadIdx.x & 1) {
+            #pragma unroll
+            for (int k = 0; k < 32; ++k) v = v * 1.0001f + 0.5f;
+        } else {
+            #pragma unroll
+            for (int k = 0; k < 32; ++k) v = v * 0.9999f - 0.25f;
+        }
+    }
+    out[i] = v;
+}
+"""
+
+# Clean counterpart: the same two sides chosen per warp ((threadIdx.x >> 5) & 1): no warp splits.
+WARP_PARITY = r"""
+extern "C" __global__ void __launch_bounds__(256)
+warp_parity(const float* __restrict__ in, float* __restrict__ out, int n, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = in[i];
+    for (int it = 0; it < iters; ++it) {
+        if ((threadIdx.x >> 5) & 1) {
+            #pragma unroll
+            for (int k = 0; k < 32; ++k) v = v * 1.0001f + 0.5f;
+        } else {
+            #pragma unroll
+            for (int k = 0; k < 32; ++k) v = v * 0.9999f - 0.25f;
+        }
+    }
+    out[i] = v;
+}
+"""
+
+# No __launch_bounds__: PTX has no .maxntid; the launch's 32-thread blocks (one warp) cap an SM at 32
+# blocks = 32 of 64 warps. Only the launch (TaskFacts.block) tells the decomposer the block size.
+ONE_WARP_BLOCKS = r"""
+extern "C" __global__ void scale_one_warp(const float* __restrict__ in, float* __restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = in[i];
+        #pragma unroll 4
+        for (int k = 0; k < 64; ++k) v = v * 1.0001f + 0.5f;
+        out[i] = v;
+    }
+}
+"""
+
+# A barrier every iteration of a loop that touches no shared memory (a leftover __syncthreads).
+BARRIER_LOOP = r"""
+extern "C" __global__ void __launch_bounds__(256)
+barrier_poly(const float* __restrict__ in, float* __restrict__ out, int n, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = i < n ? in[i] : 0.0f;
+    for (int it = 0; it < iters; ++it) {
+        v = v * 1.0001f + 0.5f;
+        __syncthreads();
+    }
+    if (i < n) out[i] = v;
+}
+"""
+
+# Clean twin: the same loop without the barrier.
+NO_BARRIER_LOOP = r"""
+extern "C" __global__ void __launch_bounds__(256)
+poly(const float* __restrict__ in, float* __restrict__ out, int n, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = i < n ? in[i] : 0.0f;
+    for (int it = 0; it < iters; ++it) {
+        v = v * 1.0001f + 0.5f;
+    }
+    if (i < n) out[i] = v;
+}
+"""
+
+# No cost: saxpy whose inputs are not `const __restrict__` (no ld.global.nc); cuda_clean_saxpy is its twin.
+SAXPY_NO_RESTRICT = r"""
+extern "C" __global__ void __launch_bounds__(256)
+saxpy_alias(const float* x, const float* y, float* out, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = a * x[i] + y[i];
+    }
+}
+"""
+
+# Integer remainder by a run-time value every iteration (a ring-buffer weight index, the same for all lanes).
+INT_DIV_LOOP = r"""
+extern "C" __global__ void __launch_bounds__(256)
+ring_gather(const float* __restrict__ in, float* __restrict__ out, int n, int iters, int ring) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = in[i], acc = 0.0f;
+    for (int it = 0; it < iters; ++it) {
+        acc += x * (float)((it * 977 + i) % ring);
+    }
+    out[i] = acc;
+}
+"""
+
+# IEEE division every iteration (no -use_fast_math).
+PRECISE_DIV_LOOP = r"""
+extern "C" __global__ void __launch_bounds__(256)
+precise_div(const float* __restrict__ in, float* __restrict__ out, int n, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = in[i];
+    for (int it = 0; it < iters; ++it) {
+        v = v / (1.0f + v * v);
+    }
+    out[i] = v;
+}
+"""
+
 
 def _ew(n: int, tensors: int) -> float:
     return float(n * tensors * 4)
@@ -321,4 +445,104 @@ CUDA_CASES: tuple[CudaCase, ...] = (
         flops=2.0 * N,
         bytes_moved=_ew(N, 3),
     ),
+    CudaCase(
+        "cuda_lane_parity_branch",
+        "lane_parity",
+        LANE_PARITY,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 8)),
+        flops=2.0 * 32 * 8 * N,
+        bytes_moved=_ew(N, 2),
+        expect="warp_divergence",
+        kind="planted",
+    ),
+    CudaCase(
+        "cuda_clean_warp_parity_branch",
+        "warp_parity",
+        WARP_PARITY,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 8)),
+        flops=2.0 * 32 * 8 * N,
+        bytes_moved=_ew(N, 2),
+        notes="clean counterpart of cuda_lane_parity_branch: the branch is uniform per warp",
+        kind="clean",
+    ),
+    CudaCase(
+        "cuda_no_launch_bounds_one_warp",
+        "scale_one_warp",
+        ONE_WARP_BLOCKS,
+        grid=(N // 32,),
+        block=(32,),
+        args=(("in", N), ("out", N), ("int", N)),
+        flops=2.0 * 64 * N,
+        bytes_moved=_ew(N, 2),
+        expect="occupancy_limited_by_block_size",
+        notes="no __launch_bounds__: warps and occupancy come from the launch's block",
+        kind="planted",
+    ),
+    CudaCase(
+        "cuda_barrier_in_loop",
+        "barrier_poly",
+        BARRIER_LOOP,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 64)),
+        flops=2.0 * 64 * N,
+        bytes_moved=_ew(N, 2),
+        expect="barrier_in_loop",
+        kind="planted",
+    ),
+    CudaCase(
+        "cuda_clean_poly_loop",
+        "poly",
+        NO_BARRIER_LOOP,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 64)),
+        flops=2.0 * 64 * N,
+        bytes_moved=_ew(N, 2),
+        kind="clean",
+    ),
+    CudaCase(
+        "cuda_saxpy_no_restrict",
+        "saxpy_alias",
+        SAXPY_NO_RESTRICT,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("in", N), ("out", N), ("float", 2.0), ("int", N)),
+        flops=2.0 * N,
+        bytes_moved=_ew(N, 3),
+        expect="read_only_load_not_nc",
+        kind="no_cost",
+    ),
+    CudaCase(
+        "cuda_int_div_loop",
+        "ring_gather",
+        INT_DIV_LOOP,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 64), ("int", 4093)),
+        flops=2.0 * 64 * N,
+        bytes_moved=_ew(N, 2),
+        expect="integer_division_in_hot_loop",
+        kind="planted",
+    ),
+    CudaCase(
+        "cuda_precise_div_loop",
+        "precise_div",
+        PRECISE_DIV_LOOP,
+        grid=(N // 256,),
+        block=(256,),
+        args=(("in", N), ("out", N), ("int", N), ("int", 64)),
+        flops=3.0 * 64 * N,
+        bytes_moved=_ew(N, 2),
+        expect="slow_precise_math",
+        kind="planted",
+    ),
 )
+
+from tests.decomposer.corpus.cuda_cases_wide import CUDA_WIDE_CASES
+
+CUDA_CASES = CUDA_CASES + CUDA_WIDE_CASES
