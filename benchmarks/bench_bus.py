@@ -68,7 +68,7 @@ async def run(n: int, rate: float | None) -> dict[str, object]:
             await provision(admin.js)
             await admin.close()
             pub = await Bus.connect(server.url("telemetry"), "telemetry")
-            sub = await Bus.connect(server.url("planner"), "planner")
+            sub = await Bus.connect(server.url("telemetry"), "telemetry-bench")
             latencies: list[float] = []
             done = asyncio.Event()
 
@@ -213,7 +213,7 @@ async def tool_call(url: Callable[[str], str], calls: int) -> dict[str, object]:
         await msg.respond(reply)
 
     raw_server = await nats.connect(servers=url("toolrunner").split(","))
-    await raw_server.subscribe("tools.raw_bench", cb=respond)
+    await raw_server.subscribe("tools.raw_bench", queue="toolrunner", cb=respond)  # its only permitted way
     await raw_server.flush()
     raw_client = await nats.connect(servers=url("verifier").split(","))
     request = encode(client_request(args))
@@ -255,7 +255,7 @@ async def compare(cluster: int, n: int, reps: int, calls: int) -> dict[str, obje
             EmbeddedServer(Path(tmp), port=port)
         await asyncio.to_thread(server.start)
         try:
-            op = await Bus.connect(server.url("operator"), "operator")
+            op = await Bus.connect(server.url("admin"), "admin")
             await provision(op.js, replicas=max(cluster, 1))
             await op.close()
             return await side_by_side(server.url, n, reps, calls)
