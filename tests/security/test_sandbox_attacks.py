@@ -157,7 +157,10 @@ def _without_bwrap(extra_env: dict[str, str]) -> dict:
             "o = run_worker('tests.toolrunner.workers_for_tests.env_probe', b'{}', Limits(timeout_s=60))\n"
             "print(json.dumps({'status': o.status, 'message': o.message, 'mode': o.confinement.mode,"
             " 'absent': o.confinement.absent()}))")
-    env = {"PATH": "/nonexistent", "PYTHONPATH": str(ROOT), **extra_env}
+    # The caller's PYTHONPATH is kept: on the H200 the project's packages are carried there (run r28 lost
+    # both tests to `No module named 'msgspec'` without it).
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {"PATH": "/nonexistent", "PYTHONPATH": path, **extra_env}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
                        check=False, cwd=ROOT)
     assert p.returncode == 0, p.stderr
