@@ -24,7 +24,7 @@ from typing import Any
 from services.kpilot.capture.records import ArgSpec, Capture, KernelRecord, Variant
 
 SNAPSHOT_BYTES = 512 << 20  # copies taken before a variant's first launch (to see what it writes)
-SAVE_INT_ELEMENTS = 1 << 22  # integer/bool tensors up to this size are saved (their values matter)
+SAVE_INT_ELEMENTS = 1 << 16  # integer/bool tensors up to this size are saved (their values matter)
 SAVE_SMALL_ELEMENTS = 4096  # any tensor up to this size is saved
 FOLD_EVENTS = 512  # pending CUDA event pairs per variant before they are summed
 
@@ -161,7 +161,8 @@ def _first_launch(st: _Kernel, var: Variant, arguments: dict[str, Any], launch: 
             )
             s.written = not same
         integer = not (t.is_floating_point() or t.is_complex())
-        if pre is not None and (t.numel() <= SAVE_SMALL_ELEMENTS or (integer and t.numel() <= SAVE_INT_ELEMENTS)):
+        small = not s.written and t.numel() <= SAVE_SMALL_ELEMENTS  # an output's old values do not matter
+        if pre is not None and (small or (integer and t.numel() <= SAVE_INT_ELEMENTS)):
             s.saved = f"{st.record.name}.v{len(st.variants)}.{s.name}.pt"
             torch.save(pre.cpu(), out_dir / s.saved)
         elif integer and t.numel():

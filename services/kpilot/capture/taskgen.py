@@ -14,8 +14,8 @@ entry of `SHAPES` is the captured call.
 from __future__ import annotations
 
 import ast
+import base64
 import re
-import shutil
 from pathlib import Path
 
 import msgspec
@@ -104,7 +104,7 @@ def _ref_copy(rec: KernelRecord) -> str:
     return "\n\n".join(out)
 
 
-def _runtime(var: Variant, dtype: str, task_dir_name: str) -> str:
+def _runtime(var: Variant, dtype: str, saved: dict[str, str]) -> str:
     tensors = [s for s in var.args if s.kind == "tensor"]
     specs = [
         {"name": s.name, "shape": s.shape, "stride": s.stride, "dtype": s.dtype, "saved": s.saved,
@@ -118,7 +118,8 @@ def _runtime(var: Variant, dtype: str, task_dir_name: str) -> str:
 _TENSORS = {specs!r}
 _PARAMS = {params!r}
 _WRITTEN = {written!r}  # tensors the captured launch wrote (its outputs; cloned so inputs stay intact)
-_HERE = Path(__file__).resolve().parent / {task_dir_name!r}
+# Values saved from the real call (torch.save, base64): the task is one file, as the sandbox binds only it.
+_SAVED = {saved!r}
 
 
 def make_inputs(shape, seed, device):
@@ -131,7 +132,7 @@ def make_inputs(shape, seed, device):
         if any(n == 0 for n in a["shape"]):
             extent = 0
         if a["saved"]:
-            vals = torch.load(_HERE / a["saved"]).to(dtype)
+            vals = torch.load(io.BytesIO(base64.b64decode(_SAVED[a["saved"]]))).to(dtype)
             t = torch.empty_strided(a["shape"], a["stride"], dtype=dtype, device=device)
             out.append(t.copy_(vals.to(device)) if device != "meta" else t)
             continue
@@ -204,12 +205,7 @@ def write_task(rec: KernelRecord, var: Variant, task_path: Path, raw_dir: Path) 
     config = {s.name: s.value for s in var.args if s.kind == "constexpr"} | var.options
     floats = [s.dtype for s in tensors if s.dtype in FLOAT_DTYPES]
     dtype = floats[0] if floats else "float32"
-    data_dir = task_path.parent / f"{task_path.stem}_data"
-    saved = [s.saved for s in tensors if s.saved]
-    if saved:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        for name in saved:
-            shutil.copyfile(raw_dir / name, data_dir / name)
+    saved = {s.saved: base64.b64encode((raw_dir / s.saved).read_bytes()).decode() for s in tensors if s.saved}
     kernel_src = "\n\n".join("@triton.jit\n" + text for _, text in rec.source.functions)
     shape = {"captured": 1}
     text = f'''"""Captured by `kpilot capture` from {rec.file}:{rec.line}: kernel {rec.name}.
@@ -220,7 +216,8 @@ the captured config. Sizes are fixed by the capture, so every shape below is the
 """
 
 {chr(10).join(rec.source.preamble)}
-from pathlib import Path
+import base64
+import io
 
 
 {kernel_src}
@@ -238,7 +235,7 @@ PRECISION = "exact"
 
 def grid(config):
     return {_grid_code(var, config)}
-{_runtime(var, dtype, data_dir.name)}
+{_runtime(var, dtype, saved)}
 
 {_ref_copy(rec)}
 
