@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -88,19 +89,49 @@ def test_a_block_too_small_for_the_row_fails_correctness(captured: Path) -> None
     assert not out.passed
 
 
-@pytest.mark.slow
-def test_kpilot_optimize_runs_a_job_on_a_captured_task(captured: Path, tmp_path: Path) -> None:
-    port, state = free_port(), str(tmp_path / "state")
+@pytest.fixture(scope="module")
+def stack(captured: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    port, state = free_port(), str(tmp_path_factory.mktemp("stack") / "state")
     env = os.environ | {"KPILOT_TASK_ROOTS": str(captured)}
     env.pop("TRITON_INTERPRET", None)
     up = _kpilot("up", "--detach", "--port", str(port), "--state-dir", state, timeout=200, env=env)
     assert up.returncode == 0, up.stdout + up.stderr
     try:
-        out = _kpilot("optimize", str(captured / "scale__task.py"), "--budget", "120", "--max-candidates", "2",
-                      "--patch-wait", "30", "--nats", f"nats://127.0.0.1:{port}", timeout=600, env=env)
+        yield f"nats://127.0.0.1:{port}", env
     finally:
         _kpilot("down", "--port", str(port), "--state-dir", state, timeout=60, env=env)
+
+
+@pytest.mark.slow
+def test_kpilot_optimize_runs_a_job_on_a_captured_task(captured: Path, stack: tuple[str, dict[str, str]]) -> None:
+    url, env = stack
+    out = _kpilot("optimize", str(captured / "scale__task.py"), "--budget", "120", "--max-candidates", "2",
+                  "--patch-wait", "30", "--nats", url, timeout=600, env=env)
     text = out.stdout + out.stderr
     assert out.returncode == 3, text  # no GPU here: at best a proposed patch, never a verified one
     assert re.search(r"job (job-\w+) requested", out.stdout), text
+    assert "job opened for scale_ " in out.stdout, text  # KERNELS[0], the captured kernel
     assert "v1 queued" in out.stdout, text
+
+
+@pytest.mark.slow
+def test_kpilot_optimize_accepts_a_kernelbench_file(stack: tuple[str, dict[str, str]]) -> None:
+    url, env = stack
+    out = _kpilot("optimize", str(ROOT / "examples" / "kernelbench_relu.py"), "--budget", "60",
+                  "--patch-wait", "10", "--nats", url, timeout=400, env=env)
+    text = out.stdout + out.stderr
+    assert "CONFIG must be a literal dict" not in text
+    assert "job opened for relu_kernel" in out.stdout, text  # no CONFIG to tune: the rules policy stops
+    assert out.returncode == 3, text
+
+
+def test_an_in_place_call_keeps_its_aliasing_and_passes_at_a_new_block(tmp_path: Path) -> None:
+    env = os.environ | {"TRITON_INTERPRET": "1"}
+    res = _kpilot("capture", "--out", str(tmp_path), "--", sys.executable,
+                  str(ROOT / "tests" / "capture" / "axpy_program.py"), timeout=300, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    task = tmp_path / "axpy_task.py"
+    assert "'alias_of': 'y_ptr'" in task.read_text() and "_WRITTEN = [1]" in task.read_text()
+    out = run_correctness(RunCorrectnessInput(task_path=str(task), config={"BLOCK": 128}, device="cpu",
+                                              shapes=["micro"], seeds=[0, 1]))
+    assert out.passed, out.summary

@@ -99,6 +99,7 @@ def _arg_specs(rec: KernelRecord, arguments: dict[str, Any]) -> list[ArgSpec]:
     import torch
 
     out = []
+    seen: dict[tuple, str] = {}
     for name in rec.params:
         v = arguments.get(name)
         if name in rec.constexprs:
@@ -114,6 +115,11 @@ def _arg_specs(rec: KernelRecord, arguments: dict[str, Any]) -> list[ArgSpec]:
                     device=str(v.device),
                 )
             )
+            ident = (v.data_ptr(), tuple(v.shape), v.stride(), v.dtype)
+            if ident in seen:
+                out[-1].alias_of = seen[ident]
+            else:
+                seen[ident] = name
         else:
             out.append(ArgSpec(name=name, kind="scalar", value=_scalar(v)))
     return out

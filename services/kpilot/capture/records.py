@@ -20,6 +20,7 @@ class ArgSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     written: bool = False  # the launch changed its values (an output, or in place)
     int_range: list[int] = []  # [min, max] of an integer tensor, for re-creating it
     saved: str = ""  # file name (next to the raw record) holding its values before the launch
+    alias_of: str = ""  # an earlier tensor argument that is the same tensor (e.g. in place: f(x, x))
 
 
 class Variant(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -106,12 +106,13 @@ def _ref_copy(rec: KernelRecord) -> str:
 
 def _runtime(var: Variant, dtype: str, saved: dict[str, str]) -> str:
     tensors = [s for s in var.args if s.kind == "tensor"]
+    distinct = [s for s in tensors if not s.alias_of]
     specs = [
         {"name": s.name, "shape": s.shape, "stride": s.stride, "dtype": s.dtype, "saved": s.saved,
-         "int_range": s.int_range}
+         "int_range": s.int_range, "alias_of": s.alias_of}
         for s in tensors
     ]
-    written = [i for i, s in enumerate(tensors) if s.written]
+    written = [i for i, s in enumerate(tensors) if s.written and not s.alias_of]
     params = [[s.name, s.kind, s.value] for s in var.args]
     return f'''
 # The captured arguments, in the kernel's parameter order.
@@ -126,7 +127,11 @@ def make_inputs(shape, seed, device):
     torch.manual_seed(seed)
     twin = shape.get("dtype")
     out = []
+    names = [a["name"] for a in _TENSORS]
     for a in _TENSORS:
+        if a["alias_of"]:  # the captured call passed the same tensor twice
+            out.append(out[names.index(a["alias_of"])])
+            continue
         dtype = getattr(torch, twin if twin and a["dtype"] == DTYPE else a["dtype"])
         extent = 1 + sum((n - 1) * s for n, s in zip(a["shape"], a["stride"]) if n > 0)
         if any(n == 0 for n in a["shape"]):
@@ -148,9 +153,10 @@ def make_inputs(shape, seed, device):
 
 
 def _run(kernel, inputs, config):
-    ins = list(inputs)
-    for i in _WRITTEN:
-        ins[i] = ins[i].clone()
+    ins, clones = list(inputs), {{}}
+    for i, t in enumerate(ins):  # written tensors (and their aliases) are cloned once each
+        if i in _WRITTEN or any(ins[j] is t for j in _WRITTEN):
+            ins[i] = clones.setdefault(id(t), t.clone())
     it = iter(ins)
     args, meta = [], {{}}
     for name, kind, value in _PARAMS:
@@ -178,7 +184,7 @@ def flops(shape):
 
 
 def bytes_moved(shape):
-    return float({sum(_nbytes(s) for s in tensors) + sum(_nbytes(s) for s in tensors if s.written)})
+    return float({sum(_nbytes(s) for s in distinct) + sum(_nbytes(s) for s in distinct if s.written)})
 '''
 
 
@@ -255,7 +261,9 @@ def write_tasks(raw: Path, out: Path, top: int, min_share: float) -> CaptureRepo
     for i, rec in enumerate(ranked):
         share = weights[rec.name + rec.file] / total
         task, problems = "", []
-        if rec.variants and i < top and share >= min_share:
+        if not rec.variants:
+            problems = ["no launch of it completed (the program failed in it, or only autotuned it)"]
+        elif i < top and share >= min_share:
             path = out / f"{re.sub(r'[^A-Za-z0-9_]', '_', rec.name)}_task.py"
             problems = write_task(rec, _hottest_variant(rec, measured), path, raw.parent)
             task = "" if problems else str(path)
