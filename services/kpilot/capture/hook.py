@@ -18,6 +18,8 @@ from __future__ import annotations
 import atexit
 import inspect
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -222,8 +224,12 @@ def _launch(kernel: Any, orig: Any, args: tuple, grid: Any, kwargs: dict[str, An
     return result
 
 
+_ORIGINALS: list[tuple[type, str, Any]] = []  # (class, attribute, original) for uninstall()
+
+
 def _wrap_run(cls: type) -> None:
     orig = cls.run
+    _ORIGINALS.append((cls, "run", orig))
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         if warmup or _STATE.busy or _STATE.bench:
@@ -243,6 +249,7 @@ def _wrap_autotuner() -> None:
     from services.kpilot.capture.source import is_kernel
 
     orig_run, orig_bench = Autotuner.run, Autotuner._bench
+    _ORIGINALS.extend([(Autotuner, "run", orig_run), (Autotuner, "_bench", orig_bench)])
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         base = self.fn
@@ -297,14 +304,44 @@ def dump() -> Path:
     return path
 
 
-def install(out_dir: str, command: list[str]) -> None:
-    """Wraps Triton's JIT entries; the record is written when the program exits."""
+def install(out_dir: str, command: list[str], *, at_exit: bool = True) -> None:
+    """Wraps Triton's JIT entries; the record is written when the program exits (`at_exit`), or by `dump()`
+    for an in-process capture (then `uninstall()` puts Triton back)."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
+    if _ORIGINALS:
+        raise RuntimeError("the capture hook is already installed; call uninstall() first")
     _OUT[:] = [Path(out_dir)]
     _COMMAND[:] = command
+    _KERNELS.clear()
     _wrap_run(JITFunction)
     _wrap_run(InterpretedFunction)
     _wrap_autotuner()
-    atexit.register(dump)
+    if at_exit:
+        atexit.register(dump)
+
+
+def uninstall() -> None:
+    while _ORIGINALS:
+        cls, attr, orig = _ORIGINALS.pop()
+        setattr(cls, attr, orig)
+
+
+@contextmanager
+def session(out_dir: str | Path, top: int = 1, min_share: float = 0.0) -> Iterator[list[Any]]:
+    """In-process capture (what a workload's SDK would run when asked for a hot kernel's task): launches
+    inside the block are recorded; on exit the tasks are written and the yielded list holds the report."""
+    from services.kpilot.capture.taskgen import write_tasks
+
+    out = Path(out_dir)
+    report: list[Any] = []
+    install(str(out), ["in-process"], at_exit=False)
+    try:
+        yield report
+    finally:
+        try:
+            raw = dump()
+        finally:
+            uninstall()
+        report.append(write_tasks(raw, out, top, min_share))
