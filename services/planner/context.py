@@ -59,17 +59,20 @@ def read_task(path: str, source: str) -> TaskView:
             except ValueError:
                 continue
     config = lits.get("CONFIG")
+    names = {n.name for n in src.tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    if config is None and {"Model", "get_inputs", "get_init_inputs"} <= names:
+        config = {}  # a KernelBench problem: sizes and launch live in ModelNew; nothing to tune by CONFIG
     if not isinstance(config, dict):  # the user's file is wrong, like every task refusal: ValueError
         raise ValueError(  # noqa: TRY004
             f"{path}: CONFIG must be a literal dict (e.g. CONFIG = {{'BLOCK': 128, "
-            "'num_warps': 4}}) for the planner to tune it"
+            "'num_warps': 4}) for the planner to tune it"
         )
     shapes = lits.get("SHAPES") if isinstance(lits.get("SHAPES"), dict) else {}
     return TaskView(
         path=path,
         sha256=hashlib.sha256(source.encode()).hexdigest(),
         kernels=kernels,
-        primary=kernels[0] if kernels else "",
+        primary=_declared_primary(src.tree) or (kernels[0] if kernels else ""),
         config=config,
         space=lits.get("SPACE") if isinstance(lits.get("SPACE"), dict) else {},  # type: ignore[arg-type]
         shapes={k: v for k, v in shapes.items() if isinstance(v, dict)},  # type: ignore[union-attr]
@@ -78,6 +81,16 @@ def read_task(path: str, source: str) -> TaskView:
         precision=str(lits.get("PRECISION", "exact")),
         source=source,
     )
+
+
+def _declared_primary(tree: ast.Module) -> str:
+    """KERNELS[0] when the file assigns KERNELS a literal tuple/list of names (examples/README.md)."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "KERNELS" and isinstance(node.value, (ast.Tuple, ast.List))
+                and node.value.elts and isinstance(node.value.elts[0], ast.Name)):
+            return node.value.elts[0].id
+    return ""
 
 
 class Attempt(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

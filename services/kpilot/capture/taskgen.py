@@ -1,0 +1,284 @@
+"""Captured launches -> one task file per hot kernel (examples/README.md) and DIR/capture.json.
+
+The task carries the kernel's source verbatim (decorators replaced by `@triton.jit`: the tuner is ours),
+its jit helpers and the globals they use; `CONFIG` is the observed constexprs and launch options, `SPACE`
+powers of two around each observed block size (plus any `@triton.autotune` config values) and the launch
+options; `make_inputs` re-creates the arguments from their captured metadata (random values of the right
+shape/dtype/strides) or loads the values saved from the real call; the grid is the captured one, each
+dimension that equals cdiv(size, BLOCK) for a size argument and a block constexpr written as that formula
+so it follows the tuned block; `reference` runs a frozen copy of the original kernel (renamed `_ref_*`, so
+a patch of the kernel cannot change it) at the captured config. The captured sizes are fixed, so every
+entry of `SHAPES` is the captured call.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import re
+from pathlib import Path
+
+import msgspec
+
+from services.kpilot.capture.records import Capture, KernelRecord, Variant
+
+FLOAT_DTYPES = ("float32", "float16", "bfloat16")
+
+
+class CapturedTask(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    kernel: str
+    origin: str  # file:line of the @triton.jit def
+    calls: int
+    share: float  # of GPU time, or of calls * elements when not measured
+    share_of: str  # "gpu time" | "calls * elements"
+    gpu_ms: float | None
+    task: str  # path of the written task, "" when none was written
+    problems: list[str] = []
+
+
+class CaptureReport(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    command: list[str]
+    timing: str
+    kernels: list[CapturedTask]
+
+
+def _weight(v: Variant, measured: bool) -> float:
+    return (v.gpu_ms or 0.0) if measured else float(v.calls * v.elements)
+
+
+def _hottest_variant(rec: KernelRecord, measured: bool) -> Variant:
+    return max(rec.variants, key=lambda v: _weight(v, measured))
+
+
+def _pow2(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0 and v & (v - 1) == 0
+
+
+def _space(rec: KernelRecord, var: Variant, config: dict) -> dict[str, list]:
+    space: dict[str, list] = {}
+    tuned = {k: {c[k] for c in rec.autotune_configs if k in c} for k in config}
+    for k, v in config.items():
+        if k in ("num_warps", "num_stages"):
+            base = [1, 2, 4, 8, 16] if k == "num_warps" else [1, 2, 3, 4]
+            space[k] = sorted({*base, v, *tuned[k]})
+        elif _pow2(v) and v >= 16:  # a block size: powers of two around the observed one
+            space[k] = sorted({*(v << s for s in range(3)), *(v >> s for s in range(1, 3) if v >> s >= 16),
+                               *(t for t in tuned[k] if _pow2(t))})
+        else:
+            space[k] = [v]
+    return space
+
+
+def _grid_code(var: Variant, config: dict) -> str:
+    sizes = [s for s in var.args if s.kind == "scalar" and isinstance(s.value, int)
+             and not isinstance(s.value, bool)]
+    blocks = [k for k, v in config.items() if k not in ("num_warps", "num_stages") and _pow2(v)]
+    dims = []
+    for g in var.grid:
+        expr = str(g)
+        for s in sizes:
+            hit = next((b for b in blocks if g > 1 and -(-s.value // config[b]) == g), None)
+            if hit:
+                expr = f"triton.cdiv({s.value}, config[{hit!r}])  # {s.name}"
+                break
+        dims.append(expr)
+    return "(\n        " + ",\n        ".join(d.split("  #")[0] for d in dims) + ",\n    )"
+
+
+def _ref_copy(rec: KernelRecord) -> str:
+    names = {n for n, _ in rec.source.functions}
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.Name:
+            if node.id in names:
+                node.id = f"_ref_{node.id}"
+            return node
+
+    out = []
+    for name, text in rec.source.functions:
+        tree = Rename().visit(ast.parse(text))
+        fn = tree.body[0]
+        assert isinstance(fn, ast.FunctionDef)
+        fn.name = f"_ref_{name}"
+        out.append("@triton.jit\n" + ast.unparse(fn) + "\n")
+    return "\n\n".join(out)
+
+
+def _runtime(var: Variant, dtype: str, saved: dict[str, str]) -> str:
+    tensors = [s for s in var.args if s.kind == "tensor"]
+    distinct = [s for s in tensors if not s.alias_of]
+    specs = [
+        {"name": s.name, "shape": s.shape, "stride": s.stride, "dtype": s.dtype, "saved": s.saved,
+         "int_range": s.int_range, "alias_of": s.alias_of}
+        for s in tensors
+    ]
+    written = [i for i, s in enumerate(tensors) if s.written and not s.alias_of]
+    params = [[s.name, s.kind, s.value] for s in var.args]
+    return f'''
+# The captured arguments, in the kernel's parameter order.
+_TENSORS = {specs!r}
+_PARAMS = {params!r}
+_WRITTEN = {written!r}  # tensors the captured launch wrote (its outputs; cloned so inputs stay intact)
+# Values saved from the real call (torch.save, base64): the task is one file, as the sandbox binds only it.
+_SAVED = {saved!r}
+
+
+def make_inputs(shape, seed, device):
+    torch.manual_seed(seed)
+    twin = shape.get("dtype")
+    out = []
+    names = [a["name"] for a in _TENSORS]
+    for a in _TENSORS:
+        if a["alias_of"]:  # the captured call passed the same tensor twice
+            out.append(out[names.index(a["alias_of"])])
+            continue
+        dtype = getattr(torch, twin if twin and a["dtype"] == DTYPE else a["dtype"])
+        extent = 1 + sum((n - 1) * s for n, s in zip(a["shape"], a["stride"]) if n > 0)
+        if any(n == 0 for n in a["shape"]):
+            extent = 0
+        if a["saved"]:
+            vals = torch.load(io.BytesIO(base64.b64decode(_SAVED[a["saved"]]))).to(dtype)
+            t = torch.empty_strided(a["shape"], a["stride"], dtype=dtype, device=device)
+            out.append(t.copy_(vals.to(device)) if device != "meta" else t)
+            continue
+        if dtype.is_floating_point:
+            base = torch.randn(extent, device=device, dtype=dtype)
+        elif dtype == torch.bool:
+            base = torch.randint(0, 2, (extent,), device=device).bool()
+        else:
+            lo, hi = a["int_range"] or [0, 1]
+            base = torch.randint(lo, hi + 1, (extent,), device=device, dtype=dtype)
+        out.append(base.as_strided(a["shape"], a["stride"]))
+    return tuple(out)
+
+
+def _run(kernel, inputs, config):
+    ins, clones = list(inputs), {{}}
+    for i, t in enumerate(ins):  # written tensors (and their aliases) are cloned once each
+        if i in _WRITTEN or any(ins[j] is t for j in _WRITTEN):
+            ins[i] = clones.setdefault(id(t), t.clone())
+    it = iter(ins)
+    args, meta = [], {{}}
+    for name, kind, value in _PARAMS:
+        if kind == "tensor":
+            args.append(next(it))
+        elif kind == "constexpr":
+            meta[name] = config.get(name, value)
+        else:
+            args.append(value)
+    kernel[grid(config)](*args, **meta, num_warps=config["num_warps"], num_stages=config["num_stages"])
+    outs = tuple(ins[i] for i in _WRITTEN)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def launch(inputs, **config):
+    return _run(KERNELS[0], inputs, config)
+
+
+def reference(inputs):
+    return _run(_REF, inputs, _CAPTURED)
+
+
+def flops(shape):
+    return 0.0  # not known from a capture: no FLOP formula, so no compute roofline
+
+
+def bytes_moved(shape):
+    return float({sum(_nbytes(s) for s in distinct) + sum(_nbytes(s) for s in distinct if s.written)})
+'''
+
+
+_SIZES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2}
+
+
+def _nbytes(s: object) -> int:
+    n = 1
+    for d in s.shape:  # type: ignore[attr-defined]
+        n *= d
+    return n * _SIZES.get(s.dtype, 1)  # type: ignore[attr-defined]
+
+
+def write_task(rec: KernelRecord, var: Variant, task_path: Path, raw_dir: Path) -> list[str]:
+    """Writes the task file (and its saved tensors next to it); returns the problems that block it."""
+    problems = list(rec.source.problems)
+    tensors = [s for s in var.args if s.kind == "tensor"]
+    if not any(s.written for s in tensors):
+        problems.append("the captured launch wrote no tensor argument (atomics only, or a copy too large)")
+    if bad := [s.name for s in var.args if s.kind == "constexpr" and not isinstance(s.value, (int, bool, str))]:
+        problems.append(f"constexprs {bad} are not ints/bools/strings")
+    if problems:
+        return problems
+    config = {s.name: s.value for s in var.args if s.kind == "constexpr"} | var.options
+    floats = [s.dtype for s in tensors if s.dtype in FLOAT_DTYPES]
+    dtype = floats[0] if floats else "float32"
+    saved = {s.saved: base64.b64encode((raw_dir / s.saved).read_bytes()).decode() for s in tensors if s.saved}
+    kernel_src = "\n\n".join("@triton.jit\n" + text for _, text in rec.source.functions)
+    shape = {"captured": 1}
+    text = f'''"""Captured by `kpilot capture` from {rec.file}:{rec.line}: kernel {rec.name}.
+
+{var.calls} call(s) of this argument signature were observed. The kernel and its jit helpers are copied
+verbatim (decorators replaced by @triton.jit); the reference is a frozen copy of the original (`_ref_*`) at
+the captured config. Sizes are fixed by the capture, so every shape below is the captured call.
+"""
+
+{chr(10).join(rec.source.preamble)}
+import base64
+import io
+
+
+{kernel_src}
+
+KERNELS = ({rec.name},)
+CONFIG = {config!r}
+_CAPTURED = dict(CONFIG)
+SPACE = {_space(rec, var, config)!r}
+SHAPES = {{"micro": {shape!r}, "full": {shape!r}, "edge": [{shape!r}]}}
+DTYPE = {dtype!r}
+CPU_DTYPE = {"float32" if dtype == "bfloat16" else dtype!r}
+TOLERANCE = {{"float32": [1e-5, 1e-5], "float16": [1e-3, 1e-3], "bfloat16": [1e-2, 1e-2]}}
+PRECISION = "exact"
+
+
+def grid(config):
+    return {_grid_code(var, config)}
+{_runtime(var, dtype, saved)}
+
+{_ref_copy(rec)}
+
+_REF = _ref_{rec.name}
+'''
+    task_path.write_text(text)
+    return []
+
+
+def write_tasks(raw: Path, out: Path, top: int, min_share: float) -> CaptureReport:
+    cap = msgspec.json.decode(raw.read_bytes(), type=Capture)
+    measured = cap.timing == "cuda events"
+    weights = {r.name + r.file: sum(_weight(v, measured) for v in r.variants) for r in cap.kernels}
+    total = sum(weights.values()) or 1.0
+    ranked = sorted(cap.kernels, key=lambda r: -weights[r.name + r.file])
+    report = []
+    for i, rec in enumerate(ranked):
+        share = weights[rec.name + rec.file] / total
+        task, problems = "", []
+        if not rec.variants:
+            problems = ["no launch of it completed (the program failed in it, or only autotuned it)"]
+        elif i < top and share >= min_share:
+            path = out / f"{re.sub(r'[^A-Za-z0-9_]', '_', rec.name)}_task.py"
+            problems = write_task(rec, _hottest_variant(rec, measured), path, raw.parent)
+            task = "" if problems else str(path)
+        report.append(
+            CapturedTask(
+                kernel=rec.name,
+                origin=f"{rec.file}:{rec.line}",
+                calls=sum(v.calls for v in rec.variants),
+                share=share,
+                share_of="gpu time" if measured else "calls * elements",
+                gpu_ms=sum(v.gpu_ms or 0.0 for v in rec.variants) if measured else None,
+                task=task,
+                problems=problems,
+            )
+        )
+    rep = CaptureReport(command=cap.command, timing=cap.timing, kernels=report)
+    (out / "capture.json").write_bytes(msgspec.json.format(msgspec.json.encode(rep)))
+    return rep
