@@ -37,6 +37,7 @@ from services.planner.policies.llm_offer import (
     render_compact,
     render_offers,
     render_source,
+    transform_offers,
 )
 from shared import metrics
 from shared.messages import LlmUsage
@@ -240,4 +241,7 @@ def policy_from_env(env: Mapping[str, str], fallback: Policy) -> LlmPolicy:
         client = OllamaChat(
             host, model, temperature=temp, constraint=constraint, model_sha256=sha, timeout_s=timeout
         )
-    return LlmPolicy(client, fallback, compact=env.get("KPILOT_LLM_PROMPT", "full") == "compact")
+    from shared.transforms.table import records  # the transformation table, offered as `transform` kinds
+
+    return LlmPolicy(client, fallback, transforms=transform_offers(records()),
+                     compact=env.get("KPILOT_LLM_PROMPT", "full") == "compact")
