@@ -386,7 +386,8 @@ def profile_batch(
         msgspec.json.encode(wreq),
         Limits(timeout_s=timeout_s, memory_mb=None, gpu=0),
         writable=(tmp,),  # the shim task writes its launch manifest there; ncu its reports
-    )
+        packages=("tests",),  # the shim imports the corpus (tests/decomposer/corpus): H200 run r30 lost
+    )                         # every case to "No module named 'tests'" without it
     failed = _launch_failures(manifest)  # the launcher's own words beat ncu's about a case it could not run
 
     def missed(why: str) -> dict[str, str]:

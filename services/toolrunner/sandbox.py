@@ -197,7 +197,7 @@ def _chown_tree(path: Path) -> None:
 
 
 def _plan(conf: Confinement, module: str, request: bytes, limits: Limits, scratch: Path, staging: Path,
-          cwd: Path | None, writable: list[str]) -> Plan:
+          cwd: Path | None, writable: list[str], packages: tuple[str, ...] = ()) -> Plan:
     root = repo_root()
     ro: list[tuple[str, str]] = []
     bound = ["/usr", "/opt"] if limits.gpu is not None else ["/usr"]
@@ -206,7 +206,7 @@ def _plan(conf: Confinement, module: str, request: bytes, limits: Limits, scratc
         bound.append(d)
     # Only the code packages a worker imports: never the checkout's .kpilot/, .git or credentials.
     top = module.split(".")[0]
-    for pkg in dict.fromkeys(("shared", "services", top)):
+    for pkg in dict.fromkeys(("shared", "services", top, *packages)):
         if (root / pkg).is_dir():
             ro.append((str(root / pkg), str(root / pkg)))
             bound.append(str(root / pkg))
@@ -229,9 +229,11 @@ def _plan(conf: Confinement, module: str, request: bytes, limits: Limits, scratc
 
 
 def run_worker(module: str, request: bytes, limits: Limits = DEFAULT_LIMITS, *, cwd: Path | None = None,
-               writable: tuple[str | Path, ...] = ()) -> SandboxOutcome:
+               writable: tuple[str | Path, ...] = (), packages: tuple[str, ...] = ()) -> SandboxOutcome:
     """Run `python -m module` with `request` on stdin under `limits`, confined; never raises for worker
-    failure. `writable`: existing dirs of the caller the worker writes its outputs to (handed over to the
+    failure. `packages`: more top-level packages of the checkout the worker may import, read-only (a
+    benchmark's shim task importing `tests` corpora; never a tool request's choice). `writable`: existing
+    dirs of the caller the worker writes its outputs to (handed over to the
     sandbox user); everything else it writes goes to its scratch dir, removed afterwards."""
     conf = confinement.probe()
     if conf.mode == "unavailable":
@@ -269,7 +271,7 @@ def run_worker(module: str, request: bytes, limits: Limits = DEFAULT_LIMITS, *, 
     command = [sys.executable, "-m", module]
     plan = None
     if confined:
-        plan = _plan(conf, module, request, limits, scratch, staging, cwd, rw)
+        plan = _plan(conf, module, request, limits, scratch, staging, cwd, rw, packages)
         if as_root:
             for d in [scratch, *map(Path, rw)]:
                 _chown_tree(d)

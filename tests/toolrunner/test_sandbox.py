@@ -214,3 +214,16 @@ def test_a_system_dir_is_never_handed_to_the_sandbox_as_writable() -> None:
     for bad in ("/", "/etc", str(Path(__file__).resolve().parents[2])):
         with pytest.raises(ValueError, match="fresh directory of your own"):
             run_worker(W + "env_probe", b"{}", Limits(timeout_s=30), writable=(bad,))
+
+
+def test_a_harness_names_the_extra_packages_its_worker_imports(tmp_path: Path) -> None:
+    """The checkout's `tests/` is outside a services worker's view unless the caller (a benchmark's shim,
+    never a tool request) names it: H200 run r30 lost every ncu case to "No module named 'tests'"."""
+    task = tmp_path / "shim_task.py"
+    task.write_text("import tests.decomposer.corpus  # noqa: F401\n")
+    req = json.dumps({"path": str(task)}).encode()
+    hidden = run_worker("services.toolrunner.workers.load_task", req, Limits(timeout_s=120), writable=(tmp_path,))
+    shown = run_worker("services.toolrunner.workers.load_task", req, Limits(timeout_s=120), writable=(tmp_path,),
+                       packages=("tests",))
+    assert "No module named 'tests'" in json.dumps(json.loads(hidden.result or b"{}")), hidden
+    assert "No module named 'tests'" not in json.dumps(json.loads(shown.result or b"{}")), shown
