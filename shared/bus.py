@@ -35,7 +35,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 from shared import limits, metrics
 from shared.messages import DeadLetter, Message, decode, encode
 from shared.natsauth import CA_ENV, CREDS_ENV, AuthError, client_tls, read_creds_file
-from shared.subjects import dlq_subject, stream_for
+from shared.subjects import REQUEST_ACK_PREFIX, dlq_subject, stream_for
 
 M = TypeVar("M", bound=Message)
 Handler = Callable[[M], Awaitable[None]]
@@ -213,7 +213,7 @@ class _Watch:
         self.sub: Subscription | None = None
 
     async def start(self) -> str:
-        inbox = self.nc.new_inbox()
+        inbox = f"{REQUEST_ACK_PREFIX}.{self.nc.new_inbox().rsplit('.', 1)[-1]}"
         self.sub = await self.nc.subscribe(inbox, max_msgs=1)
         return inbox
 

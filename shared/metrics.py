@@ -27,6 +27,7 @@ from shared.messages import (
     Candidate,
     JobUpdate,
     Message,
+    ProposedPatch,
     RejectedPatch,
     Rollback,
     StateChangeEvent,
@@ -123,6 +124,8 @@ def on_published(service: str, msg: Message) -> None:
             LAYER_SECONDS.labels(service, msg.layer).observe(msg.wall_s)
     elif isinstance(msg, VerifiedPatch):
         PATCHES.labels(service, "verified").inc()
+    elif isinstance(msg, ProposedPatch):  # correct, its speed not measured on the GPU
+        PATCHES.labels(service, "proposed").inc()
     elif isinstance(msg, RejectedPatch):
         PATCHES.labels(service, "rejected").inc()
     elif isinstance(msg, Rollback):

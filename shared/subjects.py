@@ -23,6 +23,9 @@ DECOMPOSER_ANALYZE = "decomposer.analyze"
 KERNEL_PROFILE = "profile.kernel"
 TOOLS = "tools"  # tools.<name>, NATS micro endpoints
 DLQ_PREFIX = "dlq"
+# A service acknowledges a watched request (shared/bus.py) on the caller's `_KPACK.<nuid>` inbox named in a
+# header: replies themselves go only through allow_responses, so no service may publish on `_INBOX.>`.
+REQUEST_ACK_PREFIX = "_KPACK"
 
 
 def telemetry_subject(node: str, gpu: str) -> str:
@@ -278,9 +281,9 @@ def obj_stream(store: str) -> str:
 # Every identity: account info and stream lookup by subject (read-only), heartbeat acks, dead letters,
 # micro-service discovery replies, and inbox subscriptions for replies and push consumers.
 _COMMON_PUB = (f"{_JS}.INFO", f"{_JS}.STREAM.NAMES", "dlq.>")
-_COMMON_SUB = ("_INBOX.>",)
+_COMMON_SUB = ("_INBOX.>", f"{REQUEST_ACK_PREFIX}.>")
 # What a service does on top: answer heartbeats and micro discovery; read OPS (heartbeat consumer).
-_SERVICE_PUB = ("ops.heartbeat.ack.>", "$SRV.>")
+_SERVICE_PUB = ("ops.heartbeat.ack.>", "$SRV.>", f"{REQUEST_ACK_PREFIX}.>")
 
 
 def permissions(user: str) -> Permissions:

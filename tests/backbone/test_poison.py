@@ -199,7 +199,8 @@ async def test_a_deleted_durable_consumer_is_recreated_and_the_consumer_goes_on(
     while got != [1]:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.1)
-    await op.js.delete_consumer("OPS", "planner-deleted")  # an operator's mistake, or a purge
+    admin = await make_bus("admin")  # only admin may delete a consumer (least-privilege NATS)
+    await admin.js.delete_consumer("OPS", "planner-deleted")  # an administrator's mistake, or a purge
     await op.publish("ops.heartbeat.ping", Heartbeat(source="kpilot", seq=2))
     await asyncio.wait_for(second.wait(), 60)
     assert got == [1, 2]  # the recreated durable replays seq 1 too: dropped as a duplicate
