@@ -109,6 +109,7 @@ async def test_with_the_real_toolrunner_service(make_bus) -> None:  # type: igno
     runtime = ServiceRuntime("toolrunner", await make_bus("toolrunner"))
     await runtime.start()
     await toolrunner_setup(runtime)
+    runtime.ready = True  # as run_service does after setup: the verifier waits for a healthy toolrunner
     probe = await make_bus("verifier")
     try:
         await probe.request(
