@@ -15,7 +15,7 @@ import msgspec
 
 from shared import natscluster
 from shared.bus import Bus, BusError
-from shared.natsauth import CA_ENV, CREDS_ENV
+from shared.natsauth import CA_ENV, CREDS_ENV, make_tls
 from shared.natsserver import EmbeddedServer, port_open
 from shared.provision import provision
 from shared.service import Health, health_subject
@@ -159,8 +159,8 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
         # `trust` bucket (admin-written) and beside it in signing/critic.pub for subscribers.
         state_dir.mkdir(parents=True, exist_ok=True)
         make_keypair(state_dir / "signing")
-        if tls:
-            EmbeddedServer(state_dir, port=port, tls=True)  # makes the CA and certificate now
+        if tls:  # the CA and server certificate now, so a missing `cryptography` is reported here
+            make_tls(state_dir / "tls", ("127.0.0.1", "localhost"))
     except ImportError as e:
         print(f"kpilot up: {e}: patch signing and --tls need the `cryptography` package. Fix: "
               f"`pip install 'cryptography>=43'` (or `make install`).", file=sys.stderr)
@@ -288,10 +288,6 @@ async def check_bus(url: str) -> None:
     await bus.close()
 
 
-__all__ = ["BusError", "check_bus", "down", "stack_info", "up", "wait_healthy"]
+__all__ = ["BusError", "check_bus", "down", "read_state", "up", "wait_healthy"]
 
 
-def stack_info(state_dir: Path, port: int) -> StackState | None:
-    """What `up` recorded for the stack on `port` (monitor port, TLS CA), or None."""
-    path = state_file(state_dir.resolve(), port)
-    return msgspec.json.decode(path.read_bytes(), type=StackState) if path.exists() else None
