@@ -36,6 +36,10 @@ $(LLM_STAMP): $(STAMP)
 
 llm: $(LLM_STAMP)
 
+# The wheels the H200 image lacks, for run files that carry `.whl` (benchmarks/runs/README.md).
+wheels: install
+	bash benchmarks/runs/device_wheels.sh
+
 down: install
 	$(BIN)/kpilot down --port $(PORT)
 

@@ -160,6 +160,7 @@ def _under(path: str, dirs: list[str]) -> bool:
 def _python_dirs(root: Path) -> list[str]:
     """The interpreter and its packages: prefixes and sys.path dirs, never the repo or another checkout."""
     dirs: list[str] = []
+    envs = {os.path.realpath(e) for e in (sys.prefix, sys.exec_prefix)}
     for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
               os.path.dirname(os.path.realpath(sys.executable)), *sys.path):
         if not p or not os.path.exists(p):
@@ -168,6 +169,8 @@ def _python_dirs(root: Path) -> list[str]:
         for q in {os.path.abspath(p), real}:
             if q in ("/", str(root)) or str(root).startswith(q + "/"):
                 continue  # the checkout itself (or a dir above it); a venv inside it is fine
+            if q.startswith(str(root) + "/") and not _under(os.path.realpath(q), list(envs)):
+                continue  # a checkout dir a test or tool put on sys.path (tests/, benchmarks/): not the env
             if os.path.isdir(q) and os.path.exists(os.path.join(q, ".git")):
                 continue  # a checkout on sys.path (an editable install): not the Python env
             if not _under(q, ["/usr", *dirs]):

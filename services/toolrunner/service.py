@@ -61,9 +61,10 @@ async def setup(runtime: ServiceRuntime) -> None:
             tool_req = msgspec.structs.replace(tool_req, tool=name)  # the subject names the tool
         async with gpu if executor.specs[name].needs_gpu else pool:
             result = await asyncio.to_thread(executor.execute, tool_req)
-        await req.respond(encode(result))
         if name == "compile" and result.ok and result.result is not None:
+            # before the reply: a caller may fetch the artifacts the result names as soon as it has it
             await publish_artifacts(artifacts, compiler, result.result)
+        await req.respond(encode(result))
         args_hash = hashlib.sha256(msgspec.json.encode(tool_req.args)).hexdigest()
         outcome = "ok" + (" (cached)" if result.cached else "") if result.ok else result.error.code  # type: ignore[union-attr]
         await runtime.bus.publish(audit_subject("toolrunner"), AuditRecord(

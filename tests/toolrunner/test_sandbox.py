@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from services.toolrunner.confinement import SANDBOX_UID
-from services.toolrunner.sandbox import Limits, SandboxOutcome, run_worker
+from services.toolrunner.sandbox import Limits, SandboxOutcome, repo_root, run_worker
 from tests.security.procs import still_alive_after, wait_for
 
 W = "tests.toolrunner.workers_for_tests."
@@ -216,9 +216,13 @@ def test_a_system_dir_is_never_handed_to_the_sandbox_as_writable() -> None:
             run_worker(W + "env_probe", b"{}", Limits(timeout_s=30), writable=(bad,))
 
 
-def test_a_harness_names_the_extra_packages_its_worker_imports(tmp_path: Path) -> None:
+def test_a_harness_names_the_extra_packages_its_worker_imports(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The checkout's `tests/` is outside a services worker's view unless the caller (a benchmark's shim,
-    never a tool request) names it: H200 run r30 lost every ncu case to "No module named 'tests'"."""
+    never a tool request) names it: H200 run r30 lost every ncu case to "No module named 'tests'". A
+    checkout dir on the runner's sys.path (pytest or a benchmark puts tests/ there; CI's full run did) is
+    not part of the Python env and is not bound either."""
+    monkeypatch.syspath_prepend(str(repo_root() / "tests"))
     task = tmp_path / "shim_task.py"
     task.write_text("import tests.decomposer.corpus  # noqa: F401\n")
     req = json.dumps({"path": str(task)}).encode()
