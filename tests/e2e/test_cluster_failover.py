@@ -83,13 +83,14 @@ async def _job_through(tmp_path: Path, disrupt) -> dict:  # type: ignore[no-unty
 
         final = await _settled(lambda: _wait_job(bus, req.job_id, 150.0))
         assert final is not None, f"job {req.job_id} did not finish; logs in {state_dir / 'logs'}"
-        candidates = [m for _, m in await _stored(bus, "CANDIDATES") if m.job_id == req.job_id]
+        # every read of this observer goes through _settled: a stream may still be electing its leader
+        candidates = [m for _, m in await _settled(lambda: _stored(bus, "CANDIDATES")) if m.job_id == req.job_id]
         cand_ids = {c.id for c in candidates}
-        patches = await _patches(bus, req.job_id, cand_ids, 60.0)
+        patches = await _settled(lambda: _patches(bus, req.job_id, cand_ids, 60.0))
         everything = [m for name in ("JOBS", "CANDIDATES", "VERDICTS", "PATCHES")
-                      for _, m in await _stored(bus, name)]
-        dead = await _stored(bus, "DLQ")
-        new_leaders = await stream_leaders(bus.js)
+                      for _, m in await _settled(lambda name=name: _stored(bus, name))]  # type: ignore[misc]
+        dead = await _settled(lambda: _stored(bus, "DLQ"))
+        new_leaders = await _settled(lambda: stream_leaders(bus.js))
         healthy = await wait_healthy(url, SERVICE_NAMES, 30.0)
         after = [r for r in await asyncio.to_thread(_status, url, state_dir) if r["kind"] == "nats-server"]
         await bus.close()
@@ -99,7 +100,7 @@ async def _job_through(tmp_path: Path, disrupt) -> dict:  # type: ignore[no-unty
 
     assert final.status != "failed", final
     assert set(healthy) == set(SERVICE_NAMES), f"not reconnected: {set(SERVICE_NAMES) - set(healthy)}"
-    assert not dead, f"dead letters after the disruption: {dead}"
+    assert not dead, f"dead letters after the disruption: {dead}; logs in {state_dir / 'logs'}"
     ids = Counter(m.id for m in everything)
     assert not [i for i, n in ids.items() if n > 1], "a message id is stored twice"
     assert len(cand_ids) == len(final.candidates) >= 1
