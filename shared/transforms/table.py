@@ -21,6 +21,7 @@ from shared.transforms import (
     grouped_order,
     k_pipeline,
     persistent,
+    relayout_intermediate,
     rows_per_program,
     split_k,
     tma_loads,
@@ -42,6 +43,7 @@ TABLE: tuple[Transform, ...] = (
     cuda_launch_bounds.TRANSFORM,  # CUDA C++: registers allocated for the real block size
     cuda_smem_pad.TRANSFORM,  # CUDA C++: +1 column on 2-D shared tiles against bank conflicts
     tma_loads.TRANSFORM,  # Hopper GEMM: A/B tiles through TMA tensor descriptors (cp.async.bulk.tensor)
+    relayout_intermediate.TRANSFORM,  # cross-kernel: an intermediate allocated so its consumer's lanes read contiguously
 )
 BY_NAME: dict[str, Transform] = {t.spec.name: t for t in TABLE}
 
