@@ -136,6 +136,12 @@ class _Load:
         self.base: list[str] = []
         self.dims: list[tuple[str, str]] = []  # (offs variable, stride expr or "") for axes 0 and 1
         self.k_axis = -1
+        # what the descriptor is built from
+        self.ext: list[str] = []  # the tensor's extent along each tile axis
+        self.row_stride = ""
+        self.inner_stride = ""  # the kernel's stride parameter of the contiguous dim ("" = literal 1)
+        self.block: list[str] = []
+        self.coords: list[str] = []  # the tile's start in the K loop
 
 
 def _bounds(mask: cst.BaseExpression) -> list[tuple[str, str]]:
@@ -154,6 +160,63 @@ def _bounds(mask: cst.BaseExpression) -> list[tuple[str, str]]:
             raise TransformError(f"mask term {C.code(e)!r} is not `offs[...] < bound`; tma_loads reads the "
                                  "tile's extent from bounds masks")
     return out
+
+
+def _kw(call: cst.Call, names: list[str]) -> dict[str, cst.BaseExpression]:
+    """A call's arguments by name (positional ones named in `names` order)."""
+    out = {}
+    for i, a in enumerate(call.args):
+        key = a.keyword.value if a.keyword is not None else (names[i] if i < len(names) else "")
+        out[key] = a.value
+    return out
+
+
+def _pair(e: cst.BaseExpression | None, what: str, ptrs: str) -> list[str]:
+    if not isinstance(e, cst.Tuple | cst.List) or len(e.elements) != 2:
+        raise TransformError(f"{ptrs}: {what} is not a pair; tma_loads rewrites 2-D block pointers")
+    return [C.code(x.value) for x in e.elements]
+
+
+def _block_ptr(k: cst.FunctionDef, ld: _Load, lb: cst.IndentedBlock, var: str, step: str) -> None:
+    """`p = tl.make_block_ptr(base, shape, strides, offsets, block_shape, order=(1, 0))`, loaded in the
+    K loop and moved by `p = tl.advance(p, (0, STEP))` (or `(STEP, 0)`) once per iteration."""
+    body = k.body
+    assert isinstance(body, cst.IndentedBlock)
+    ld.def_stmt = next(s for s in body.body if (a := _assign(s)) and a[0] == ld.ptrs)
+    make = _assign(ld.def_stmt)[1]  # type: ignore[index]
+    assert isinstance(make, cst.Call)
+    a = _kw(make, ["base", "shape", "strides", "offsets", "block_shape", "order"])
+    if _pair(a.get("order"), "order", ld.ptrs) != ["1", "0"]:
+        raise TransformError(f"{ld.ptrs}'s order is not (1, 0): its contiguous dim is not the last one")
+    ld.ext = _pair(a.get("shape"), "shape", ld.ptrs)
+    ld.row_stride, inner = _pair(a.get("strides"), "strides", ld.ptrs)
+    ld.inner_stride = "" if inner == "1" else inner
+    ld.block = _pair(a.get("block_shape"), "block_shape", ld.ptrs)
+    start = _pair(a.get("offsets"), "offsets", ld.ptrs)
+    ld.base = [C.code(t) for t in _terms(a["base"])] if "base" in a else []
+    advs = [s for s in lb.body if (x := _assign(s)) and x[0] == ld.ptrs]
+    adv = _assign(advs[0])[1] if len(advs) == 1 else None  # type: ignore[index]
+    if not (isinstance(adv, cst.Call) and C.is_tl(adv, "advance") and len(adv.args) == 2
+            and C.code(adv.args[0].value) == ld.ptrs):
+        raise TransformError(f"{ld.ptrs} is not moved once per K iteration by `{ld.ptrs} = tl.advance({ld.ptrs}, ...)`")
+    ld.adv_stmt = advs[0]
+    moves = _pair(adv.args[1].value, "the advance", ld.ptrs)
+    if sorted(moves) != sorted(["0", step]):
+        raise TransformError(f"{ld.ptrs} advances by {moves}, not the loop step {step} along one axis")
+    ld.k_axis = moves.index(step)
+    if start[ld.k_axis] != "0":
+        raise TransformError(f"{ld.ptrs}'s K offset starts at {start[ld.k_axis]}, not 0")
+    ld.coords = [var if ax == ld.k_axis else start[ax] for ax in (0, 1)]
+    kw = {x.keyword.value: x.value for x in ld.call.args[1:] if x.keyword is not None}
+    if set(kw) - {"boundary_check", "padding_option"}:
+        raise TransformError(f"tl.load for {ld.target} takes {sorted(kw)}: tma_loads keeps only "
+                             "boundary_check/padding_option")
+    if "padding_option" in kw and C.code(kw["padding_option"]).strip("\"'") not in ("zero", ""):
+        raise TransformError(f"tl.load for {ld.target} pads with {C.code(kw['padding_option'])}; a descriptor "
+                             "pads with zero here")
+    uses = [n for n in C.collect(k, cst.Name) if n.value == ld.ptrs]
+    if len(uses) != 4:  # definition, load, advance target and argument
+        raise TransformError(f"{ld.ptrs} is used outside its load and advance; tma_loads would drop it")
 
 
 def _analyse(k: cst.FunctionDef) -> tuple[cst.For, list[_Load], dict[str, tuple[str, str]]]:
@@ -192,6 +255,10 @@ def _analyse(k: cst.FunctionDef) -> tuple[cst.For, list[_Load], dict[str, tuple[
         if not args or not isinstance(args[0].value, cst.Name) or args[0].keyword is not None:
             raise TransformError(f"tl.load for {ld.target} does not take a pointer variable")
         ld.ptrs = args[0].value.value
+        made = [a[1] for s in body.body if (a := _assign(s)) and a[0] == ld.ptrs]
+        if made and isinstance(made[0], cst.Call) and C.is_tl(made[0], "make_block_ptr"):
+            _block_ptr(k, ld, lb, var, step)
+            continue
         kw = {a.keyword.value: a.value for a in args[1:] if a.keyword is not None}
         if set(kw) - {"mask", "other"} or len(args) > 1 + len(kw):
             raise TransformError(f"tl.load for {ld.target} takes {sorted(kw)}: tma_loads keeps only mask/other")
@@ -249,8 +316,10 @@ def _analyse(k: cst.FunctionDef) -> tuple[cst.For, list[_Load], dict[str, tuple[
                     raise TransformError(f"the K bound of {ld.target} is {b!r}, not `E - {var}`")
                 b = head
             ext.append(b)
-        ld.dims = [(ld.dims[ax][0], ld.dims[ax][1]) for ax in (0, 1)]
-        ld.ext = ext  # type: ignore[attr-defined]
+        ld.ext = ext
+        ld.row_stride, ld.inner_stride = ld.dims[0][1] or "1", ld.dims[1][1]
+        ld.block = [offs[ld.dims[0][0]][1], offs[ld.dims[1][0]][1]]
+        ld.coords = [var if ax == ld.k_axis else offs[ld.dims[ax][0]][0] for ax in (0, 1)]
     return loop, loads, offs
 
 
@@ -358,7 +427,7 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
     texts = {C.code(a.value) for c in launches for a in c.args}
     strided = [t for t in sorted(texts) if t.isidentifier() and any(x.startswith(f"{t}.stride(") for x in texts)]
     _check_full_pitch(mod, launcher, strided, kn)
-    loop, loads, offs = _analyse(k)
+    loop, loads, _ = _analyse(k)
     dot = next(c for c in C.collect(loop.body, cst.Call) if C.is_tl(c, "dot"))
     first = C.code(dot.args[0].value)
     want = params.get("operands", "ab")
@@ -376,7 +445,7 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
             if not isinstance(t, cst.Name):
                 raise TransformError(f"the launch passes {C.code(t) if t else 'nothing'} as {ptr[0]}, not a "
                                      "tensor variable tma_loads can check")
-            inner = ld.dims[1][1]
+            inner = ld.inner_stride
             if inner:
                 passed = _launch_arg(call, kparams, inner) if inner in kparams else None
                 strides = [a.value for a in call.args if isinstance(a.value, cst.Call)
@@ -389,7 +458,6 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
                 tensors.append(t.value)
         ld.ptr = ptr[0]  # type: ignore[attr-defined]
     # the kernel: descriptors where the pointers were built, descriptor loads, no pointer advances
-    var = C.code(loop.target)
     body = k.body
     assert isinstance(body, cst.IndentedBlock)
     lb = loop.body
@@ -399,17 +467,11 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
     for ld in chosen:
         desc = C.fresh(mod, ld.target + "_desc" if ld.target.isidentifier() else "desc")
         base = " + ".join(ld.base)
-        (x, s0), (y, _s1) = ld.dims
-        coords = []
-        for ax, (o, _s) in enumerate(ld.dims):
-            start = offs[o][0]
-            coords.append(var if ax == ld.k_axis else start)
-        ext = ld.ext  # type: ignore[attr-defined]
-        row_stride = s0 or "1"
+        ext, coords = ld.ext, ld.coords
         head = f"{desc} = tl.make_tensor_descriptor("
         pad = " " * len(head)  # LibCST adds the block's indent to continuation lines
-        line = (f"{head}{base}, shape=[{ext[0]}, {ext[1]}], strides=[{row_stride}, 1],\n"
-                f"{pad}block_shape=[{offs[x][1]}, {offs[y][1]}])\n")
+        line = (f"{head}{base}, shape=[{ext[0]}, {ext[1]}], strides=[{ld.row_stride}, 1],\n"
+                f"{pad}block_shape=[{ld.block[0]}, {ld.block[1]}])\n")
         d = C.stmts(line)[0]
         assert ld.def_stmt is not None and ld.adv_stmt is not None
         d = d.with_changes(leading_lines=[*ld.def_stmt.leading_lines, cst.EmptyLine(comment=cst.Comment(

@@ -85,3 +85,40 @@ def test_tma_loads_one_operand_and_the_rules_policy_proposes_it() -> None:
     proposed = {(c.transform, tuple(sorted(c.params.items()))) for p in plan.candidates for c in p.changes
                 if c.change == "transform"}
     assert {("tma_loads", (("operands", v),)) for v in ("ab", "a", "b")} <= proposed, proposed
+
+
+def _block_ptr_matmul() -> str:
+    """examples/matmul.py with its A and B tiles as block pointers (tl.make_block_ptr + tl.advance), the
+    other way Triton GEMMs load tiles."""
+    src = (ROOT / "examples/matmul.py").read_text()
+    for old, new in (
+        ("    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak\n",
+         ("    a_bp = tl.make_block_ptr(a_ptr, shape=(M, K), strides=(stride_am, stride_ak),\n"
+         "                             offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))\n")),
+        ("    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn\n",
+         ("    b_bp = tl.make_block_ptr(b_ptr, shape=(K, N), strides=(stride_bk, stride_bn),\n"
+         "                             offsets=(0, pid_n * BLOCK_N), block_shape=(BLOCK_K, BLOCK_N), order=(1, 0))\n")),
+        ("tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k), other=0.0)",
+         'tl.load(a_bp, boundary_check=(0, 1), padding_option="zero")'),
+        ("tl.load(b_ptrs, mask=(offs_k[:, None] < K - k) & (offs_n[None, :] < N), other=0.0)",
+         'tl.load(b_bp, boundary_check=(0, 1), padding_option="zero")'),
+        ("        a_ptrs += BLOCK_K * stride_ak\n", "        a_bp = tl.advance(a_bp, (0, BLOCK_K))\n"),
+        ("        b_ptrs += BLOCK_K * stride_bk\n", "        b_bp = tl.advance(b_bp, (BLOCK_K, 0))\n"),
+    ):
+        assert old in src, old
+        src = src.replace(old, new)
+    return src
+
+
+def test_tma_loads_rewrites_block_pointers_too(tmp_path: Path, compiler) -> None:
+    task = tmp_path / "matmul_block_ptr.py"
+    task.write_text(_block_ptr_matmul())
+    cand, got = candidate(str(task), "tma_loads", tmp_path, source=task.read_text())
+    assert "a = a_desc.load([pid_m * BLOCK_M, k])" in got.source and "b = b_desc.load([k, pid_n * BLOCK_N])" in got.source
+    assert "make_block_ptr" not in got.source and "tl.advance" not in got.source
+    out = correct(task, cand, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "num_warps": 1})
+    assert out.passed, out.summary  # micro 64 x 96 x 80; edge 257 x 131 x 77 and 3 x 200 x 300 (padded copies)
+    assert "ttng.async_tma_copy_global_to_local" in build(compiler, cand).ttgir
+    bad = task.read_text().replace("order=(1, 0))\n    b_bp", "order=(0, 1))\n    b_bp")
+    got = apply(bad, "tma_loads")
+    assert isinstance(got, Refused) and "a_bp's order is not (1, 0)" in got.reason
