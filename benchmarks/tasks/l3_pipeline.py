@@ -5,9 +5,9 @@ limits the consumer.
    column-store producer, each feature's tokens contiguous.
 2. `attn_kernel` is FlashAttention-style attention with Q = K = V = x per head (no projections, to keep
    the pipeline at three kernels). Both kernels take x's strides from the tensor, so in this layout
-   consecutive head-dim elements are S apart and every Q/K/V tile load walks a strided dim: the consumer
-   pays for the producer's choice, and no attention tile size can fix it. It writes o token-major
-   (b, s, e) for the FFN.
+   each token's features are S apart: the producer's stores scatter (one sector per lane) and the
+   consumer's Q/K/V tiles have their head-dim elements S apart; no attention tile size can fix that. It
+   writes o token-major (b, s, e) for the FFN.
 3. `ffn_kernel` (launched twice) computes y = GELU(o @ W1) @ W2 with a GELU epilogue on the first GEMM.
 
 The task holds only this straightforward pipeline (issue 20): the layout of x is the planner's to change,
