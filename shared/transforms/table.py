@@ -18,6 +18,7 @@ from shared.transforms import (
     even_k,
     eviction_policy,
     exp2_fold,
+    fuse_epilogue,
     grouped_order,
     k_pipeline,
     persistent,
@@ -44,6 +45,7 @@ TABLE: tuple[Transform, ...] = (
     cuda_smem_pad.TRANSFORM,  # CUDA C++: +1 column on 2-D shared tiles against bank conflicts
     tma_loads.TRANSFORM,  # Hopper GEMM: A/B tiles through TMA tensor descriptors (cp.async.bulk.tensor)
     relayout_intermediate.TRANSFORM,  # cross-kernel: an intermediate allocated so its consumer's lanes read contiguously
+    fuse_epilogue.TRANSFORM,  # cross-kernel: an elementwise consumer kernel folded into its producer's store
 )
 BY_NAME: dict[str, Transform] = {t.spec.name: t for t in TABLE}
 
