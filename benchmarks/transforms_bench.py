@@ -83,6 +83,14 @@ CASES = (
     Case(transform="eviction_policy", task="benchmarks/tasks/l1_gelu.py", params={"policy": "evict_first"}),
     Case(transform="eviction_policy", task="benchmarks/tasks/l1_row_softmax.py",
          params={"policy": "evict_last"}, why="the second pass re-reads the row: keep it in L2"),
+    Case(transform="tma_loads", task="benchmarks/tasks/l2_bmm.py", params={"operands": "ab"},
+         config={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
+         why="a tuned tile, both sides pipelined by num_stages=3: TMA against cp.async tile loads"),
+    Case(transform="tma_loads", task="benchmarks/tasks/l2_matmul_square.py", params={"operands": "ab"},
+         config={"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
+         why="8192^3 at a Hopper-sized tile"),
+    Case(transform="relayout_intermediate", task="benchmarks/tasks/l3_pipeline.py",
+         params={"follow": "consumer"}, why="x token-major instead of feature-major (the removed X_LAYOUT 1)"),
 )
 
 

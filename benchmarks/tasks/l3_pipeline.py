@@ -1,16 +1,18 @@
 """L3: a three-kernel pipeline, embedding gather -> self-attention -> FFN, where the producer's layout
 limits the consumer.
 
-1. `embed_kernel` gathers table rows for each token id into x, in the layout X_LAYOUT picks:
-   0 = feature-major (b, e, s), the naive start (a column-store producer: each feature's tokens contiguous);
-   1 = token-major (b, s, h, d); 2 = head-major (b, h, s, d).
+1. `embed_kernel` gathers table rows for each token id into x, allocated feature-major (b, e, s): a
+   column-store producer, each feature's tokens contiguous.
 2. `attn_kernel` is FlashAttention-style attention with Q = K = V = x per head (no projections, to keep
-   the pipeline at three kernels). It reads x through strides, so under layout 0 consecutive head-dim
-   elements are S apart and every Q/K/V tile load is uncoalesced: the consumer pays for the producer's
-   choice, and no attention tile size can fix it. It writes o token-major (b, s, e) for the FFN.
+   the pipeline at three kernels). Both kernels take x's strides from the tensor, so in this layout
+   each token's features are S apart: the producer's stores scatter (one sector per lane) and the
+   consumer's Q/K/V tiles have their head-dim elements S apart; no attention tile size can fix that. It
+   writes o token-major (b, s, e) for the FFN.
 3. `ffn_kernel` (launched twice) computes y = GELU(o @ W1) @ W2 with a GELU epilogue on the first GEMM.
 
-Untuned start: layout 0, small tiles everywhere, 4 warps, 1 stage.
+The task holds only this straightforward pipeline (issue 20): the layout of x is the planner's to change,
+by the cross-kernel transformation relayout_intermediate (x allocated token-major, strides unchanged in
+the kernels' code). Untuned start: small tiles everywhere, 4 warps, 1 stage.
 """
 
 import math
@@ -23,18 +25,6 @@ LEVEL = "L3"
 
 
 @triton.jit
-def _x_strides(S, H, HEAD_DIM: tl.constexpr, X_LAYOUT: tl.constexpr):
-    """(batch, seq, head, dim) strides of x: 0 = (b, e, s), 1 = (b, s, h, d), 2 = (b, h, s, d)."""
-    E = H * HEAD_DIM
-    if X_LAYOUT == 0:
-        return E * S, 1, HEAD_DIM * S, S
-    elif X_LAYOUT == 1:
-        return S * E, E, HEAD_DIM, 1
-    else:
-        return E * S, HEAD_DIM, S * HEAD_DIM, 1
-
-
-@triton.jit
 def embed_kernel(
     ids_ptr,
     table_ptr,
@@ -42,21 +32,22 @@ def embed_kernel(
     S,
     H,
     stride_table,
+    stride_xb,
+    stride_xe,
+    stride_xs,
     HEAD_DIM: tl.constexpr,
-    X_LAYOUT: tl.constexpr,
     EMB_BLOCK: tl.constexpr,
 ):
     tok = tl.program_id(0)
     b = (tok // S).to(tl.int64)
     s = (tok % S).to(tl.int64)
     E = H * HEAD_DIM
-    sxb, sxs, sxh, sxd = _x_strides(S, H, HEAD_DIM, X_LAYOUT)
     row = tl.load(ids_ptr + tok).to(tl.int64)
     offs = tl.arange(0, EMB_BLOCK)
     for start in range(0, E, EMB_BLOCK):
         e = start + offs
         vals = tl.load(table_ptr + row * stride_table + e, mask=e < E, other=0.0)
-        dst = x_ptr + b * sxb + s * sxs + (e // HEAD_DIM) * sxh + (e % HEAD_DIM) * sxd
+        dst = x_ptr + b * stride_xb + e * stride_xe + s * stride_xs
         tl.store(dst, vals, mask=e < E)
 
 
@@ -67,10 +58,12 @@ def attn_kernel(
     S,
     H,
     sm_scale,
+    stride_xb,
+    stride_xe,
+    stride_xs,
     sob,
     sos,
     HEAD_DIM: tl.constexpr,
-    X_LAYOUT: tl.constexpr,
     ATT_BLOCK_M: tl.constexpr,
     ATT_BLOCK_N: tl.constexpr,
 ):
@@ -78,26 +71,25 @@ def attn_kernel(
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
-    sxb, sxs, sxh, sxd = _x_strides(S, H, HEAD_DIM, X_LAYOUT)
     offs_m = pid_m * ATT_BLOCK_M + tl.arange(0, ATT_BLOCK_M)
     offs_n = tl.arange(0, ATT_BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    base = x_ptr + b * sxb + h * sxh
-    q = tl.load(base + offs_m[:, None] * sxs + offs_d[None, :] * sxd, mask=offs_m[:, None] < S, other=0.0)
+    base = x_ptr + b * stride_xb + h * HEAD_DIM * stride_xe  # head h: features h * HEAD_DIM ...
+    q = tl.load(base + offs_m[:, None] * stride_xs + offs_d[None, :] * stride_xe, mask=offs_m[:, None] < S, other=0.0)
     qk_scale = sm_scale * 1.44269504  # exp2: log2(e) folded into the scale
     m_i = tl.full((ATT_BLOCK_M,), float("-inf"), tl.float32)
     l_i = tl.zeros((ATT_BLOCK_M,), tl.float32)
     acc = tl.zeros((ATT_BLOCK_M, HEAD_DIM), tl.float32)
     for start_n in range(0, S, ATT_BLOCK_N):
         cols = start_n + offs_n
-        kt = tl.load(base + cols[None, :] * sxs + offs_d[:, None] * sxd, mask=cols[None, :] < S, other=0.0)
+        kt = tl.load(base + cols[None, :] * stride_xs + offs_d[:, None] * stride_xe, mask=cols[None, :] < S, other=0.0)
         qk = tl.where(cols[None, :] < S, tl.dot(q, kt) * qk_scale, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(qk, axis=1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
         p = tl.exp2(qk - m_safe[:, None])
         alpha = tl.exp2(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = tl.load(base + cols[:, None] * sxs + offs_d[None, :] * sxd, mask=cols[:, None] < S, other=0.0)
+        v = tl.load(base + cols[:, None] * stride_xs + offs_d[None, :] * stride_xe, mask=cols[:, None] < S, other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
@@ -148,7 +140,6 @@ def ffn_kernel(
 
 KERNELS = (attn_kernel, embed_kernel, ffn_kernel)
 CONFIG = {
-    "X_LAYOUT": 0,
     "EMB_BLOCK": 64,
     "ATT_BLOCK_M": 32,
     "ATT_BLOCK_N": 32,
@@ -159,7 +150,6 @@ CONFIG = {
     "num_stages": 1,
 }
 SPACE = {
-    "X_LAYOUT": [0, 1, 2],
     "EMB_BLOCK": [64, 128, 256, 512, 1024],
     "ATT_BLOCK_M": [16, 32, 64, 128],
     "ATT_BLOCK_N": [16, 32, 64, 128],
@@ -213,7 +203,6 @@ def make_inputs(shape, seed, device):
 
 def launch(
     inputs,
-    X_LAYOUT,
     EMB_BLOCK,
     ATT_BLOCK_M,
     ATT_BLOCK_N,
@@ -228,7 +217,8 @@ def launch(
     _, H, D = table.shape
     E, F = w1.shape
     T = B * S
-    x = torch.empty(T * E, device=table.device, dtype=table.dtype)
+    # x as (b, e, s): feature-major, the producer's naive column-store layout
+    x = torch.empty((B, E, S), device=table.device, dtype=table.dtype)
     embed_kernel[(T,)](
         ids,
         table,
@@ -236,8 +226,10 @@ def launch(
         S,
         H,
         table.stride(0),
+        x.stride(0),
+        x.stride(1),
+        x.stride(2),
         HEAD_DIM=D,
-        X_LAYOUT=X_LAYOUT,
         EMB_BLOCK=EMB_BLOCK,
         num_warps=num_warps,
         num_stages=num_stages,
@@ -249,10 +241,12 @@ def launch(
         S,
         H,
         1.0 / math.sqrt(D),
+        x.stride(0),
+        x.stride(1),
+        x.stride(2),
         S * E,
         E,
         HEAD_DIM=D,
-        X_LAYOUT=X_LAYOUT,
         ATT_BLOCK_M=ATT_BLOCK_M,
         ATT_BLOCK_N=ATT_BLOCK_N,
         num_warps=num_warps,

@@ -346,8 +346,8 @@ _SIZE_NAME = re.compile(r"(^|_)(BLOCK|BLK)(_|$)|^TILE_")
 
 def switches(p: Problem) -> list[str]:
     """Knobs that pick a variant of the algorithm rather than a size (l1_cross_entropy's CHUNK_MAX 0/1,
-    l1_col_reduce's SPLIT_M, l1_transpose_cuda's USE_TILE, l3_pipeline's X_LAYOUT): not a launch option,
-    not a tile key, not named as a size, few values. The prior cannot rank their values (it models
+    l1_col_reduce's SPLIT_M, l1_transpose_cuda's USE_TILE; l3_pipeline's X_LAYOUT before issue 20): not a
+    launch option, not a tile key, not named as a size, few values. The prior cannot rank their values (it models
     sizes), so seeds() makes sure each value is measured once."""
     t = tile_keys(p.config)
     named = {k for k in (t.m, t.n, t.k, t.group, t.block) if k}

@@ -18,11 +18,14 @@ from shared.transforms import (
     even_k,
     eviction_policy,
     exp2_fold,
+    fuse_epilogue,
     grouped_order,
     k_pipeline,
     persistent,
+    relayout_intermediate,
     rows_per_program,
     split_k,
+    tma_loads,
     two_stage_reduce,
 )
 from shared.transforms.base import Applied, Refused, Transform, TransformError, TransformSpec
@@ -40,6 +43,9 @@ TABLE: tuple[Transform, ...] = (
     two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum
     cuda_launch_bounds.TRANSFORM,  # CUDA C++: registers allocated for the real block size
     cuda_smem_pad.TRANSFORM,  # CUDA C++: +1 column on 2-D shared tiles against bank conflicts
+    tma_loads.TRANSFORM,  # Hopper GEMM: A/B tiles through TMA tensor descriptors (cp.async.bulk.tensor)
+    relayout_intermediate.TRANSFORM,  # cross-kernel: an intermediate allocated so its consumer's lanes read contiguously
+    fuse_epilogue.TRANSFORM,  # cross-kernel: an elementwise consumer kernel folded into its producer's store
 )
 BY_NAME: dict[str, Transform] = {t.spec.name: t for t in TABLE}
 

@@ -71,4 +71,4 @@ def test_size_knobs_are_never_switches_whatever_their_value_count() -> None:
     p = _problem("l1_transpose_cuda")
     assert switches(p) == ["USE_TILE"]  # BLOCK_X has 4 values but is a size
     p = _problem("l3_pipeline")
-    assert switches(p) == ["X_LAYOUT"]  # ATT_BLOCK_M, FFN_BLOCK_K, ... are sizes
+    assert switches(p) == []  # ATT_BLOCK_M, FFN_BLOCK_K, ... are sizes; its X_LAYOUT switch is gone (issue 20)
