@@ -8,6 +8,7 @@ stripped l3 task is the hand-written SPLIT_MASK = 1 variant the tasks used to ca
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from pathlib import Path
 
@@ -23,7 +24,8 @@ JAGGED = "benchmarks/tasks/l4_jagged_attention.py"
 VARIANT = ROOT / "tests/transforms/tasks/attention_split_mask_variant.py"
 # BLOCK_M 32 over BLOCK_N 16: a causal block has two unmasked tiles left of its diagonal
 SMALL = {"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 1}
-ALL_KEYS = "    hi = tl.minimum(seq_len, (pid_m + 1) * BLOCK_M) if IS_CAUSAL else seq_len\n"
+ALL_KEYS = "tests/transforms/tasks/attention_causal_all_keys.py"  # the causal task with hi = seq_len
+CAUSAL_STOP = "    hi = tl.minimum(seq_len, (pid_m + 1) * BLOCK_M) if IS_CAUSAL else seq_len"
 
 
 @pytest.fixture(scope="module")
@@ -118,10 +120,11 @@ def test_split_key_loop_compiles_for_sm90_with_the_full_tiles_unpredicated(tmp_p
     cand = _write(tmp_path, "cand.py", _applied((ROOT / CAUSAL).read_text(), "split_key_loop").source)
     base, built = build(compiler, CAUSAL), build(compiler, cand)
     assert built.ptx and "mma" in built.ptx
-    # the straightforward kernel selects -inf for masked scores in its one loop; the split kernel has two
-    # key loops, and the first selects nothing: fewer predicated selects per unmasked tile
+    # two key loops where the task has one; the first (the full tiles) loads and scores unmasked, so the
+    # decomposer no longer finds a K loop masked every iteration (the second runs the boundary tiles only)
     assert built.ttgir.count("scf.for") == base.ttgir.count("scf.for") + 1
     assert "k_loop_masked_every_iteration" in base.patterns
+    assert "k_loop_masked_every_iteration" not in built.patterns, built.patterns
 
 
 def test_split_key_loop_on_an_inline_tile_is_correct(tmp_path: Path) -> None:
@@ -138,9 +141,11 @@ def test_split_key_loop_on_an_inline_tile_is_correct(tmp_path: Path) -> None:
 
 
 def test_causal_tile_skip_bounds_a_loop_over_every_key(tmp_path: Path, compiler) -> None:
-    src = (ROOT / CAUSAL).read_text()
-    assert src.count(ALL_KEYS) == 1
-    task = _write(tmp_path, "all_keys.py", src.replace(ALL_KEYS, "    hi = seq_len\n"))
+    task = ROOT / ALL_KEYS
+    # the fixture is the suite's causal task with its loop stop widened to every key, nothing else
+    changed = [d for d in difflib.ndiff((ROOT / CAUSAL).read_text().splitlines(), task.read_text().splitlines())
+               if d[:1] in "+-" and not d[2:].startswith(("# TEST INPUT", "# (`hi = seq_len`)", "    #"))]
+    assert sorted(changed) == ["+     hi = seq_len", f"- {CAUSAL_STOP}"], changed
     got = _applied(task.read_text(), "causal_tile_skip")
     assert "causal_hi = tl.minimum(hi, pid_m * BLOCK_M + BLOCK_M) if IS_CAUSAL else hi" in got.source
     assert "for start_n in range(0, causal_hi, BLOCK_N):" in got.source
@@ -152,8 +157,10 @@ def test_causal_tile_skip_bounds_a_loop_over_every_key(tmp_path: Path, compiler)
     cand32 = _write(tmp_path, "cand32.py", _applied(task32.read_text(), "causal_tile_skip").source)
     out = correct(task32, cand32, SMALL)
     assert out.passed, out.summary
-    built = build(compiler, cand)
-    assert "mma" in built.ptx and "min.s32" in built.ptx  # the loop's stop: tl.minimum(hi, rows end)
+    base, built = build(compiler, task), build(compiler, cand)
+    assert "mma" in built.ptx  # the loop's stop, tl.minimum(hi, rows end), is one more min
+    assert built.ptx.count("min.s32") > base.ptx.count("min.s32"), (base.ptx.count("min.s32"),
+                                                                    built.ptx.count("min.s32"))
     # stacked: the split after the skip is correct too
     both = _write(tmp_path, "both.py", _applied(got.source, "split_key_loop").source)
     out = correct(task, both, SMALL)
