@@ -159,6 +159,8 @@ class _Analysis:
         self.mask_vars = kl.mask_vars
         self.tdefs = defs(kl.tile.helper) if kl.tile.helper is not None else {}
         self.uses = 0
+        self.assigned = {t.target.value for a in C.collect(kl.tile.body, cst.Assign) for t in a.targets
+                         if isinstance(t.target, cst.Name)}
         self.bounds: set[str] = set()
         self.causal_guards: list[list[str]] = []
 
@@ -190,12 +192,14 @@ class _Analysis:
         left, op, right = t.left, t.comparisons[0].operator, t.comparisons[0].comparator
         lk = isinstance(_base(left), cst.Name) and _base(left).value in self.kl.cols  # type: ignore[union-attr]
         rk = isinstance(_base(right), cst.Name) and _base(right).value in self.kl.cols  # type: ignore[union-attr]
-        key, other, lt, le = (left, right, cst.LessThan, cst.LessThanEqual) if lk else (
-            right, left, cst.GreaterThan, cst.GreaterThanEqual)
+        other, lt, le = (right, cst.LessThan, cst.LessThanEqual) if lk else (
+            left, cst.GreaterThan, cst.GreaterThanEqual)
         if not (lk or rk) or (lk and rk):
             return ""
         if isinstance(op, lt) and isinstance(other, cst.Name) and not (names(other) & self.kl.cols):
             n = other.value
+            if n in self.assigned:  # a bound the tile moves is no bound of the loop
+                return ""
             k = _kernel_expr(self.kl.tile, n)
             if k is None:
                 return ""
@@ -208,7 +212,6 @@ class _Analysis:
                     return ""
                 self.kl.row0, self.kl.row_block = r
                 return "causal"
-        del key
         return ""
 
     def check_mask(self, e: cst.BaseExpression, guards: list[str], allow: set[str] | None = None) -> None:
@@ -303,6 +306,9 @@ def find(mod: cst.Module, kernel_name: str = "") -> KeyLoop:
                             src = tdefs.get(y.value) or _kdef(kdefs, _kernel_expr(tile, y.value))
                         if _arange(src) == step:
                             cols.add(a.targets[0].target.value)  # type: ignore[union-attr]
+        tile_assigns = [t.target.value for a in C.collect(tile.body, cst.Assign) for t in a.targets
+                        if isinstance(t.target, cst.Name)]
+        cols = {c for c in cols if tile_assigns.count(c) == 1 and tile.key not in tile_assigns}
         if not cols:
             why.append(f"loop over {var}: no `cols = {tile.key} + tl.arange(0, {step})` key index in its "
                        "tile")

@@ -120,7 +120,8 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
     why = (f"kpilot transform split_key_loop: the key tiles wholly inside the sequence{causal} run "
            "unmasked first; only the rest (the ragged end" + (", the diagonal" if kl.causal else "")
            + ") pay for the masks.")
-    lines = [*(f"# {x}" for x in textwrap.wrap(why, 100)), f"{lo} = ({kl.bound} // {kl.step}) * {kl.step}"]
+    n = kl.bound if kl.bound.isidentifier() else f"({kl.bound})"
+    lines = [*(f"# {x}" for x in textwrap.wrap(why, 100)), f"{lo} = ({n} // {kl.step}) * {kl.step}"]
     if kl.causal:
         r0 = kl.row0 if kl.row0.replace("_", "").replace(" * ", "").isalnum() else f"({kl.row0})"
         clamp = f"{lo} = tl.minimum({lo}, ({r0} // {kl.step}) * {kl.step})"
