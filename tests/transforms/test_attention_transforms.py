@@ -1,9 +1,11 @@
 """Attention transformations on the straightforward FlashAttention-style tasks (benchmarks/tasks/
-l3_attention_*: every key tile masked; l4_jagged_attention: the tile written inline): split_key_loop and
-causal_tile_skip. The candidates pass the interpreter on micro and edge shapes (sequence lengths 100, 77
-and 1 leave a ragged last tile) in fp16 and fp32, compile for cuda:90, and split_key_loop applied to a
-stripped l3 task is the hand-written SPLIT_MASK = 1 variant the tasks used to carry
-(tests/transforms/tasks/attention_split_mask_variant.py, the d64 causal task as it was)."""
+l3_attention_*: every key tile masked; l4_jagged_attention: the tile written inline;
+l4_block_sparse_attention: every key block visited): split_key_loop, causal_tile_skip and
+sparse_block_skip. The candidates pass the interpreter on micro and edge shapes (sequence lengths 100,
+77 and 1 leave a ragged last tile) in fp16 and fp32 and compile for cuda:90. Applied to the stripped
+tasks they are the hand-written variants the tasks used to carry behind a 0/1 switch (AST-equal with the
+switch folded in): SPLIT_MASK = 1 (tests/transforms/tasks/attention_split_mask_variant.py) and SKIP = 1
+(tests/transforms/tasks/block_sparse_skip_variant.py)."""
 
 from __future__ import annotations
 
