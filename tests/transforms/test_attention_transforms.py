@@ -270,3 +270,18 @@ def test_sparse_block_skip_refuses_kernels_without_a_block_flag() -> None:
                                               "keep = cols[None, :] < seq_len")
     got = apply(src, "sparse_block_skip")
     assert isinstance(got, Refused) and "share no scalar term set once per outer iteration" in got.reason
+
+
+def test_split_key_loop_refuses_a_shared_helper_and_a_moving_bound() -> None:
+    src = (ROOT / CAUSAL).read_text()
+    # a second call of the tile helper: specialising it for this loop would change the other caller
+    two = src.replace("    acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]\n",
+                      "    acc, l_i, m_i = attn_tile(acc, l_i, m_i, q, k_base, v_base, 0, offs_m, offs_n, offs_d, "
+                      "seq_len, stride_ks, stride_vs, qk_scale, IS_CAUSAL=IS_CAUSAL)\n"
+                      "    acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]\n", 1)
+    got = apply(two, "split_key_loop")
+    assert isinstance(got, Refused) and "attn_tile is called 2 times" in got.reason
+    # an inline tile that moves its own bound: `cols < seq_len` no longer bounds the loop
+    jag = (ROOT / JAGGED).read_text().replace("        m_i = m_new\n", "        m_i = m_new\n        seq_len = seq_len - 1\n")
+    got = apply(jag, "split_key_loop")
+    assert isinstance(got, Refused) and "`cols[None, :] < seq_len` is neither" in got.reason
