@@ -129,6 +129,8 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
     pre = C.stmts("\n".join(lines) + "\n")
     loop = kl.loop
     assert isinstance(loop.body, cst.IndentedBlock)
+    # the comments above the loop stay above what replaces it
+    pre[0] = pre[0].with_changes(leading_lines=[*loop.leading_lines, *pre[0].leading_lines])
     if kl.tile.helper is None:
         plain = [s for s in KL.unmasked(kl, list(loop.body.body)) if s is not None]
         full_loop = _with_stop(loop, "0", first_stop, loop.body.with_changes(body=plain))

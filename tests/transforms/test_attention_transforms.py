@@ -101,6 +101,9 @@ def test_split_key_loop_on_the_stripped_task_is_the_split_mask_variant(task: str
         assert have[fn] == want[fn], fn
     assert "# kpilot transform split_key_loop" in got.source
     assert "# Causal: keys past this block's last query row are never needed" in got.source  # comments kept
+    above = src.replace("    for start_n in range(0, hi, BLOCK_N):\n",
+                        "    # the key loop\n    for start_n in range(0, hi, BLOCK_N):\n", 1)
+    assert "    # the key loop\n    # kpilot transform split_key_loop" in _applied(above, "split_key_loop").source
     again = apply(got.source, "split_key_loop")
     assert isinstance(again, Refused) and "looks split already" in again.reason
 
