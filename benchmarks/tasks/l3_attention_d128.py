@@ -3,10 +3,6 @@
 FlashAttention-style: one program owns BLOCK_M query rows of one (batch, head) and streams K and V in
 BLOCK_N tiles with an online softmax, so the S x S score matrix never reaches global memory. Untuned
 start: 32 x 32 tiles, 4 warps, 1 stage. Full shape: batch 4, 32 heads of 128 (model width 4096), 4096 tokens.
-
-SPLIT_MASK = 1 is a variant of the key loop (FlashAttention-2's split): the tiles that are wholly inside
-the sequence and, when causal, wholly left of the block's first query row run first without the bounds
-and causal masks; the start masks every tile.
 """
 
 import math
@@ -36,34 +32,26 @@ def attn_tile(
     stride_vs,
     qk_scale,
     IS_CAUSAL: tl.constexpr,
-    MASKED: tl.constexpr,
 ):
-    """One BLOCK_N tile of keys and values into the online softmax. MASKED = False: the caller knows every
-    key of the tile is inside the sequence and, when causal, at or left of every query row of the block."""
+    """One BLOCK_N tile of keys and values into the online softmax: keys past the sequence and, when
+    causal, right of a query row are masked to -inf."""
     cols = start_n + offs_n
-    if MASKED:
-        k = tl.load(
-            k_base + cols[None, :] * stride_ks + offs_d[:, None], mask=cols[None, :] < seq_len, other=0.0
-        )
-    else:
-        k = tl.load(k_base + cols[None, :] * stride_ks + offs_d[:, None])
+    k = tl.load(
+        k_base + cols[None, :] * stride_ks + offs_d[:, None], mask=cols[None, :] < seq_len, other=0.0
+    )
     qk = tl.dot(q, k) * qk_scale
-    if MASKED:
-        keep = cols[None, :] < seq_len
-        if IS_CAUSAL:
-            keep = keep & (cols[None, :] <= offs_m[:, None])
-        qk = tl.where(keep, qk, float("-inf"))
+    keep = cols[None, :] < seq_len
+    if IS_CAUSAL:
+        keep = keep & (cols[None, :] <= offs_m[:, None])
+    qk = tl.where(keep, qk, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(qk, axis=1))
     m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows past seq_len see only -inf
     p = tl.exp2(qk - m_safe[:, None])
     alpha = tl.exp2(m_i - m_safe)
     l_i = l_i * alpha + tl.sum(p, axis=1)
-    if MASKED:
-        v = tl.load(
-            v_base + cols[:, None] * stride_vs + offs_d[None, :], mask=cols[:, None] < seq_len, other=0.0
-        )
-    else:
-        v = tl.load(v_base + cols[:, None] * stride_vs + offs_d[None, :])
+    v = tl.load(
+        v_base + cols[:, None] * stride_vs + offs_d[None, :], mask=cols[:, None] < seq_len, other=0.0
+    )
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
     return acc, l_i, m_new
 
@@ -93,7 +81,6 @@ def attn_fwd_kernel(
     IS_CAUSAL: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
-    SPLIT_MASK: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
@@ -115,34 +102,7 @@ def attn_fwd_kernel(
     # Causal: keys past this block's last query row are never needed (the naive version stops there but
     # still masks every tile it visits, the diagonal ones included).
     hi = tl.minimum(seq_len, (pid_m + 1) * BLOCK_M) if IS_CAUSAL else seq_len
-    lo = 0
-    if SPLIT_MASK:
-        # Split the key loop: the tiles wholly inside the sequence and, when causal, wholly left of this
-        # block's first query row run unmasked first; only the rest (the ragged end, the diagonal) pay
-        # for the bounds and causal masks.
-        lo = (seq_len // BLOCK_N) * BLOCK_N
-        if IS_CAUSAL:
-            lo = tl.minimum(lo, (pid_m * BLOCK_M // BLOCK_N) * BLOCK_N)
-        for start_n in range(0, lo, BLOCK_N):
-            acc, l_i, m_i = attn_tile(
-                acc,
-                l_i,
-                m_i,
-                q,
-                k_base,
-                v_base,
-                start_n,
-                offs_m,
-                offs_n,
-                offs_d,
-                seq_len,
-                stride_ks,
-                stride_vs,
-                qk_scale,
-                IS_CAUSAL=IS_CAUSAL,
-                MASKED=False,
-            )
-    for start_n in range(lo, hi, BLOCK_N):
+    for start_n in range(0, hi, BLOCK_N):
         acc, l_i, m_i = attn_tile(
             acc,
             l_i,
@@ -159,7 +119,6 @@ def attn_fwd_kernel(
             stride_vs,
             qk_scale,
             IS_CAUSAL=IS_CAUSAL,
-            MASKED=True,
         )
     acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     o_base = o_ptr + b * stride_ob + h * stride_oh
@@ -171,11 +130,10 @@ def attn_fwd_kernel(
 
 
 KERNELS = (attn_fwd_kernel,)
-CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "SPLIT_MASK": 0, "num_warps": 4, "num_stages": 1}
+CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4, "num_stages": 1}
 SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [16, 32, 64, 128],
-    "SPLIT_MASK": [0, 1],
     "num_warps": [2, 4, 8],
     "num_stages": [1, 2, 3, 4],
 }
@@ -213,7 +171,7 @@ def make_inputs(shape, seed, device):
     return tuple(torch.randn(size, device=device, dtype=dtype) for _ in range(3))
 
 
-def launch(inputs, BLOCK_M, BLOCK_N, SPLIT_MASK, num_warps, num_stages):
+def launch(inputs, BLOCK_M, BLOCK_N, num_warps, num_stages):
     q, k, v = inputs
     B, H, S, D = q.shape
     o = torch.empty_like(q)
@@ -242,7 +200,6 @@ def launch(inputs, BLOCK_M, BLOCK_N, SPLIT_MASK, num_warps, num_stages):
         IS_CAUSAL=CAUSAL,
         BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N,
-        SPLIT_MASK=SPLIT_MASK,
         num_warps=num_warps,
         num_stages=num_stages,
     )

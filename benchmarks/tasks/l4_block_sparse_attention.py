@@ -2,10 +2,10 @@
 
 layout (heads, nb, nb) int32 marks which (query block, key block) pairs of 64 x 64 tokens are
 active (nb = ceil(s / SPARSE)); the diagonal is always active so every row sees at least itself. About a
-quarter of the blocks are active (a local + random pattern, fixed per seed). The naive start (SKIP = 0)
-visits every key block and masks the inactive ones to -inf, so it does dense work; SKIP = 1 branches over
-inactive blocks, which is where the 4x lives. Tiles must nest inside the sparse blocks (BLOCK_M and
-BLOCK_N divide 64). Untuned start: SKIP 0, 32 x 32 tiles, 4 warps, 1 stage.
+quarter of the blocks are active (a local + random pattern, fixed per seed). The straightforward kernel
+visits every key block and masks the inactive ones to -inf, so it does dense work; branching over the
+inactive blocks is where the 4x lives. Tiles must nest inside the sparse blocks (BLOCK_M and BLOCK_N
+divide 64). Untuned start: 32 x 32 tiles, 4 warps, 1 stage.
 """
 
 import math
@@ -38,7 +38,6 @@ def block_sparse_attn_kernel(
     stride_lh,
     HEAD_DIM: tl.constexpr,
     SPARSE: tl.constexpr,
-    SKIP: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
@@ -62,30 +61,28 @@ def block_sparse_attn_kernel(
     l_i = tl.zeros((BLOCK_M,), tl.float32)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), tl.float32)
     for kb in range(n_blocks):
-        active = tl.load(layout_row + kb)
-        # SKIP = 0 always enters (dense work, masked); SKIP = 1 branches over inactive blocks.
-        if (active != 0) | (SKIP == 0):
-            for j in range(0, SPARSE, BLOCK_N):
-                cols = kb * SPARSE + j + offs_n
-                k = tl.load(
-                    k_ptr + base + cols[None, :] * stride_qs + offs_d[:, None],
-                    mask=cols[None, :] < seq_len,
-                    other=0.0,
-                )
-                keep = (cols[None, :] < seq_len) & (active != 0)
-                qk = tl.where(keep, tl.dot(q, k) * qk_scale, float("-inf"))
-                m_new = tl.maximum(m_i, tl.max(qk, axis=1))
-                m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # masked tiles: no -inf - -inf
-                p = tl.exp2(qk - m_safe[:, None])
-                alpha = tl.exp2(m_i - m_safe)
-                l_i = l_i * alpha + tl.sum(p, axis=1)
-                v = tl.load(
-                    v_ptr + base + cols[:, None] * stride_qs + offs_d[None, :],
-                    mask=cols[:, None] < seq_len,
-                    other=0.0,
-                )
-                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-                m_i = m_new
+        active = tl.load(layout_row + kb)  # 0: an inactive block, masked to -inf below
+        for j in range(0, SPARSE, BLOCK_N):
+            cols = kb * SPARSE + j + offs_n
+            k = tl.load(
+                k_ptr + base + cols[None, :] * stride_qs + offs_d[:, None],
+                mask=cols[None, :] < seq_len,
+                other=0.0,
+            )
+            keep = (cols[None, :] < seq_len) & (active != 0)
+            qk = tl.where(keep, tl.dot(q, k) * qk_scale, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # masked tiles: no -inf - -inf
+            p = tl.exp2(qk - m_safe[:, None])
+            alpha = tl.exp2(m_i - m_safe)
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            v = tl.load(
+                v_ptr + base + cols[:, None] * stride_qs + offs_d[None, :],
+                mask=cols[:, None] < seq_len,
+                other=0.0,
+            )
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            m_i = m_new
     acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     tl.store(
         o_ptr + base + offs_m[:, None] * stride_qs + offs_d[None, :],
@@ -95,9 +92,8 @@ def block_sparse_attn_kernel(
 
 
 KERNELS = (block_sparse_attn_kernel,)
-CONFIG = {"SKIP": 0, "BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4, "num_stages": 1}
+CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4, "num_stages": 1}
 SPACE = {
-    "SKIP": [0, 1],
     "BLOCK_M": [16, 32, 64],
     "BLOCK_N": [16, 32, 64],
     "num_warps": [2, 4, 8],
@@ -144,7 +140,7 @@ def make_inputs(shape, seed, device):
     return q, k, v, _layout(shape, seed).to(device)
 
 
-def launch(inputs, SKIP, BLOCK_M, BLOCK_N, num_warps, num_stages):
+def launch(inputs, BLOCK_M, BLOCK_N, num_warps, num_stages):
     q, k, v, layout = inputs
     B, H, S, D = q.shape
     nb = layout.shape[1]
@@ -165,7 +161,6 @@ def launch(inputs, SKIP, BLOCK_M, BLOCK_N, num_warps, num_stages):
         layout.stride(0),
         HEAD_DIM=D,
         SPARSE=SPARSE_BLOCK,
-        SKIP=SKIP,
         BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N,
         num_warps=num_warps,

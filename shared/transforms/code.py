@@ -162,12 +162,14 @@ def _append_param(params: cst.Parameters, name: str, annotation: str | None, def
     return params.with_changes(**{seq_name: seq})
 
 
-def _append_arg(call: cst.Call, name: str) -> cst.Call:
+def _append_arg(call: cst.Call, name: str, value: cst.BaseExpression | None = None) -> cst.Call:
+    """`name=name` (or `name=value`) appended to the call's arguments, in the call's layout."""
     args = list(call.args)
     if any(a.keyword is not None and a.keyword.value == name for a in args):
         raise TransformError(f"the launch call already passes {name}=")
-    new = cst.Arg(value=cst.Name(name), keyword=cst.Name(name), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+    new = cst.Arg(value=value if value is not None else cst.Name(name), keyword=cst.Name(name),
+                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace("")))
     if args:
         last = args[-1]
         new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)

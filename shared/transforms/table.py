@@ -13,6 +13,7 @@ import msgspec
 from shared.messages import Scalar
 from shared.transforms import (
     aligned_copies,
+    causal_tile_skip,
     cuda_launch_bounds,
     cuda_smem_pad,
     even_k,
@@ -24,7 +25,9 @@ from shared.transforms import (
     persistent,
     relayout_intermediate,
     rows_per_program,
+    sparse_block_skip,
     split_k,
+    split_key_loop,
     tma_loads,
     two_stage_reduce,
 )
@@ -39,6 +42,9 @@ TABLE: tuple[Transform, ...] = (
     rows_per_program.TRANSFORM,  # row kernels: ROWS rows per program, fewer tiny programs
     persistent.TRANSFORM,  # one wave of programs striding over the tiles
     exp2_fold.TRANSFORM,  # softmax/attention: exp -> exp2 with log2(e) folded into the scale
+    causal_tile_skip.TRANSFORM,  # causal attention: the key loop stops at the block's last query row
+    split_key_loop.TRANSFORM,  # attention: unmasked full key tiles, masked diagonal/boundary tiles
+    sparse_block_skip.TRANSFORM,  # block-sparse attention: branch over blocks the layout masks out
     eviction_policy.TRANSFORM,  # streaming loads: evict_first keeps L2 for the data that is reused
     two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum
     cuda_launch_bounds.TRANSFORM,  # CUDA C++: registers allocated for the real block size

@@ -27,7 +27,6 @@ TASKS = all_tasks()
 ALTERNATES = {
     # l3_pipeline's X_LAYOUT switch is gone (issue 20): tests/transforms/test_relayout_intermediate.py checks
     # the transformation that reaches its token-major variant.
-    "l4_block_sparse_attention": [{"SKIP": 1, "BLOCK_M": 64, "BLOCK_N": 16}],
     # Row split: 300 micro rows in 8 slices of 40 (the last holds 20); in 8 slices of 64, 3 are empty
     # (rows of zeros for the adder).
     "l1_col_reduce": [
@@ -37,24 +36,15 @@ ALTERNATES = {
     "l1_cross_entropy": [{"CHUNK_MAX": 1}, {"CHUNK_MAX": 1, "BLOCK_V": 256, "num_warps": 8}],
     # Padded copies, K' = 128 (micro k = 51 and every edge k): unmasked K slices of 32 and of 128.
     "l2_matmul_irregular": [{"PAD_ALIGN": 1}, {"PAD_ALIGN": 1, "BLOCK_K": 128, "BLOCK_N": 64}],
-    # Split key loop: micro's 64 keys are whole tiles (all unmasked when not causal); the edge lengths
-    # 100 / 77 / 1 leave a ragged tile; BLOCK_M 32 over BLOCK_N 16 gives causal two unmasked tiles a block.
-    **{
-        name: [{"SPLIT_MASK": 1}, {"SPLIT_MASK": 1, "BLOCK_M": 32, "BLOCK_N": 16}]
-        for name in (
-            "l3_attention_d64",
-            "l3_attention_d64_causal",
-            "l3_attention_d128",
-            "l3_attention_d128_causal",
-        )
-    },
+    # The attention tasks hold their straightforward kernel only (issue 20): the split key loop they used
+    # to carry as SPLIT_MASK = 1 is the split_key_loop transformation, checked on micro + edge shapes in
+    # tests/transforms/test_attention_transforms.py.
 }
 # Alternates checked on the edge shapes too (a 1-row matrix, a 1-logit vocabulary), not micro alone.
 ALTERNATE_SHAPES = {
     "l1_col_reduce": ["micro", "edge"],
     "l1_cross_entropy": ["micro", "edge"],
     "l2_matmul_irregular": ["micro", "edge"],
-    **{f"l3_attention_{v}": ["micro", "edge"] for v in ("d64", "d64_causal", "d128", "d128_causal")},
 }
 
 

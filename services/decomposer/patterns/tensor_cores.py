@@ -234,7 +234,7 @@ PATTERNS.append(
 
 
 def k_loop_masked_every_iteration(ev: Evidence) -> Match | None:
-    hits = []
+    masked: dict[int, list] = {}
     for lp in ev.loops:
         if not lp.dots:
             continue
@@ -249,7 +249,20 @@ def k_loop_masked_every_iteration(ev: Evidence) -> Match | None:
                 and _depends_on_loop(ev, mask, lp.op.id)
                 and any(x.name == "tt.make_range" for x in _ancestors_ops(ev, mask))
             ):
-                hits.append((lp, o))
+                masked.setdefault(lp.op.id, []).append((lp, o))
+    # A peeled loop: a sibling loop (same region) with as many dots and no such mask runs the full tiles,
+    # so this one only runs the boundary ones (even_k's tail, split_key_loop's diagonal/ragged tiles).
+    peeled = {
+        lp.op.id
+        for lp in ev.loops
+        if lp.op.id in masked
+        and any(
+            o.op.id != lp.op.id and o.op.id not in masked and o.op.parent == lp.op.parent
+            and len(o.dots) == len(lp.dots)
+            for o in ev.loops
+        )
+    }
+    hits = [h for i, hs in masked.items() if i not in peeled for h in hs]
     if not hits:
         return None
     return Match(
