@@ -13,6 +13,7 @@ import msgspec
 from shared.messages import Scalar
 from shared.transforms import (
     aligned_copies,
+    chunk_max,
     cuda_launch_bounds,
     cuda_smem_pad,
     even_k,
@@ -31,11 +32,12 @@ TABLE: tuple[Transform, ...] = (
     grouped_order.TRANSFORM,  # GEMM: GROUP_M tile order, L2 reuse of B tiles
     k_pipeline.TRANSFORM,  # GEMM/attention: tl.range(num_stages=) on the K loop -> cp.async prefetch
     even_k.TRANSFORM,  # GEMM: unmasked interior K tiles, one masked tail tile
-    split_k.TRANSFORM,  # GEMM: SPLIT_K programs per tile, fp32 partials summed in a fixed order
+    split_k.TRANSFORM,  # GEMM K loop, column sums: SPLIT_K programs per tile, fp32 partials summed in a fixed order
     aligned_copies.TRANSFORM,  # odd leading dimensions: zero-padded copies with an aligned row pitch
     rows_per_program.TRANSFORM,  # row kernels: ROWS rows per program, fewer tiny programs
     persistent.TRANSFORM,  # one wave of programs striding over the tiles
     exp2_fold.TRANSFORM,  # softmax/attention: exp -> exp2 with log2(e) folded into the scale
+    chunk_max.TRANSFORM,  # online softmax/logsumexp rows: chunk max first, one rescale exp per chunk
     eviction_policy.TRANSFORM,  # streaming loads: evict_first keeps L2 for the data that is reused
     two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum
     cuda_launch_bounds.TRANSFORM,  # CUDA C++: registers allocated for the real block size
