@@ -10,7 +10,8 @@ exp2 (the kernel's BLOCK is the chunk; the config search tunes it already).
 Precondition: a top-level loop of the kernel holds `N = tl.maximum(M, X)` and `M = N`, with M set before
 the loop by a 1-D `tl.full((BLOCK,), ...)`; inside the loop M appears only there and as `M - R` inside
 tl.exp / tl.exp2, and N (or R = tl.where(... N ...) guarding -inf) only as the subtrahend inside
-tl.exp / tl.exp2 or in R's definition.
+tl.exp / tl.exp2 or in R's definition; after the loop M is read only as tl.max(M, ...) or inside
+tl.exp(M - ...) (the reference of the sums), since its lanes hold the row's max after the rewrite.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def _name_assign(s: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
 class _Uses(cst.CSTVisitor):
     """Where names occur in a loop body: as `A - B` inside an exp call (left / right), elsewhere."""
 
-    def __init__(self, names: set[str]) -> None:
-        self.names, self.depth = names, 0
+    def __init__(self, names: set[str], any_right: bool = False) -> None:
+        self.names, self.depth, self.any_right = names, 0, any_right
         self.left: dict[str, int] = {n: 0 for n in names}
         self.right: dict[str, int] = {n: 0 for n in names}
         self.all: dict[str, int] = {n: 0 for n in names}
@@ -61,7 +62,7 @@ class _Uses(cst.CSTVisitor):
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if self.depth and isinstance(node.operator, cst.Subtract):
             if (isinstance(node.left, cst.Name) and node.left.value in self.names
-                    and isinstance(node.right, cst.Name) and node.right.value in self.names):
+                    and (self.any_right or isinstance(node.right, cst.Name) and node.right.value in self.names)):
                 self.left[node.left.value] += 1  # M - ref
             if isinstance(node.right, cst.Name) and node.right.value in self.names:
                 self.right[node.right.value] += 1
@@ -137,8 +138,18 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
                     for a in na[1].args for x in C.collect(a.value, cst.Name) if x.value == r)
         if uses.all[r] != defs + 2 * own + where + uses.right[r]:
             raise TransformError(f"{kn}: the loop uses {r} other than as the max subtracted inside tl.exp")
-    if any(x.value == n for x in C.collect(cst.Module(body=stmts[stmts.index(loop) + 1:]), cst.Name)):
+    after = cst.Module(body=stmts[stmts.index(loop) + 1:])
+    if any(x.value == n for x in C.collect(after, cst.Name)):
         raise TransformError(f"{kn} reads {n} after the loop (it is one scalar per chunk after the rewrite)")
+    # after the loop M must be read as the reference of its sums (tl.max(M), exp(M - ...)): each lane then
+    # holds the row's max, not its own, and only such a reading gives the same result
+    late = _Uses({m}, any_right=True)
+    after.visit(late)
+    maxes = sum(1 for c in C.collect(after, cst.Call) if C.is_tl(c, "max") and c.args
+                and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value == m)
+    if late.all[m] != maxes + late.left[m]:
+        raise TransformError(f"{kn} reads the running max {m} after the loop other than as tl.max({m}) or "
+                             f"tl.exp({m} - ...) (its lanes hold the row's max after the rewrite)")
     mc = C.fresh(mod, f"{m}_chunk")
     x = next(a for a in mx.args if not (isinstance(a.value, cst.Name) and a.value.value == m))
     new_mx = mx.with_changes(args=[
