@@ -10,7 +10,8 @@ exp2 (the kernel's BLOCK is the chunk; the config search tunes it already).
 Precondition: a top-level loop of the kernel holds `N = tl.maximum(M, X)` and `M = N`, with M set before
 the loop by a 1-D `tl.full((BLOCK,), ...)`; inside the loop M appears only there and as `M - R` inside
 tl.exp / tl.exp2, and N (or R = tl.where(... N ...) guarding -inf) only as the subtrahend inside
-tl.exp / tl.exp2 or in R's definition; after the loop M is read only as tl.max(M, ...) or inside
+tl.exp / tl.exp2 or in R's definition; after the loop M's lanes are combined (tl.max(M, axis=0): they
+are chunks of one row, not one row each as in attention) and M is read only that way or inside
 tl.exp(M - ...) (the reference of the sums), since its lanes hold the row's max after the rewrite.
 """
 
@@ -147,6 +148,10 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
     after.visit(late)
     maxes = sum(1 for c in C.collect(after, cst.Call) if C.is_tl(c, "max") and c.args
                 and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value == m)
+    if not maxes:
+        raise TransformError(f"{kn} never combines the lanes of {m} after the loop (tl.max({m}, axis=0)): its "
+                             "lanes are not one row's chunk (attention keeps one max per query row), so one "
+                             "max over them is not that row's max")
     if late.all[m] != maxes + late.left[m]:
         raise TransformError(f"{kn} reads the running max {m} after the loop other than as tl.max({m}) or "
                              f"tl.exp({m} - ...) (its lanes hold the row's max after the rewrite)")

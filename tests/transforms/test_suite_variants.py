@@ -206,3 +206,10 @@ def test_chunk_max_refusals_name_what_is_missing() -> None:
                                           "    row_max = tl.max(m, axis=0)\n    tl.store(loss_ptr + row, tl.min(m, axis=0))\n")
     got = apply(src, "chunk_max")  # the lane maxima themselves after the loop: not the same values after
     assert isinstance(got, Refused) and "reads the running max m after the loop other than" in got.reason, got
+    src = (ROOT / CE).read_text().replace(
+        "    row_max = tl.max(m, axis=0)\n    lse = row_max + tl.log(tl.sum(s * tl.exp(m - row_max), axis=0))\n",
+        "    lse = tl.log(tl.sum(s * tl.exp(m), axis=0))\n")
+    got = apply(src, "chunk_max")  # lanes never reduced as one row (attention keeps a max per query row)
+    assert isinstance(got, Refused) and "never combines the lanes of m after the loop" in got.reason, got
+    got = apply((ROOT / "examples/attention_fwd.py").read_text(), "chunk_max")
+    assert isinstance(got, Refused), got
