@@ -145,6 +145,17 @@ def test_split_k_refuses_a_loop_that_carries_more_than_a_sum() -> None:
     assert isinstance(got, Refused) and "stores more than a sum of the accumulator" in got.reason, got
 
 
+def test_split_k_zero_fills_the_partials_of_a_zero_filled_output() -> None:
+    """An output made by torch.zeros may be stored only in part; its partials then start at zero too, so the
+    second pass adds zeros where the kernel stores nothing. An empty output keeps empty partials."""
+    src = (ROOT / COL).read_text().replace("out = torch.empty(cols,", "out = torch.zeros(cols,")
+    got = apply(src, "split_k")
+    assert not isinstance(got, Refused) and "partials = torch.zeros((SPLIT_K, *out.shape)" in got.source
+    got = apply((ROOT / COL).read_text(), "split_k")
+    assert not isinstance(got, Refused) and "partials = torch.empty((SPLIT_K, *out.shape)" in got.source
+    assert "torch.sum(partials, 0, out=out)" in got.source  # fp32 output: the sum writes it, one kernel
+
+
 # ---------------------------------------------------------------- chunk_max on the cross-entropy row
 
 
