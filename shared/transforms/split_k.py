@@ -75,11 +75,13 @@ def _sum_update(stmt: cst.CSTNode) -> tuple[str, cst.CSTNode] | None:
     return None if acc in _names(added) else (acc, added)
 
 
-def _reduction_loop(kn: str, stmts: list[cst.BaseStatement]) -> tuple[cst.For, set[str], list[cst.AugAssign]]:
+def _reduction_loop(kn: str, stmts: list[cst.BaseStatement], params: list[str],
+                    ) -> tuple[cst.For, set[str], list[cst.AugAssign]]:
     """The top-level range loop that adds into accumulators: (loop, accumulators, pointer updates).
     Refuses a loop that carries anything else over its iterations (a running max does not split)."""
     loops = [s for s in stmts if isinstance(s, cst.For) and isinstance(s.iter, cst.Call)
              and C.code(s.iter.func) in ("range", "tl.range")]
+
     def zeros(init: cst.BaseExpression | None) -> bool:
         return isinstance(init, cst.Call) and C.is_tl(init, "zeros")
 
@@ -117,7 +119,7 @@ def _reduction_loop(kn: str, stmts: list[cst.BaseStatement]) -> tuple[cst.For, s
         if not isinstance(b.operator, cst.AddAssign) or _assigned_in(b.value) or (
                 set(_names(b.value)) & (inside | {loop.target.value})):
             raise TransformError(f"{kn}: loop update `{C.code(b).strip()}` is not `p += loop-invariant`")
-    carried = (inside & set(before)) - accs - {C.code(b.target) for b in bumps}
+    carried = (inside & (set(before) | set(params))) - accs - {C.code(b.target) for b in bumps}
     if carried:
         raise TransformError(f"{kn}: the loop carries {sorted(carried)} over its iterations, which is not a sum "
                              "(a split loop starts each slice afresh)")
@@ -131,7 +133,7 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
     body = k.body
     assert isinstance(body, cst.IndentedBlock)
     stmts = list(body.body)
-    loop, accs, bumps = _reduction_loop(kn, stmts)
+    loop, accs, bumps = _reduction_loop(kn, stmts, C.param_names(k))
     it = loop.iter
     assert isinstance(it, cst.Call) and isinstance(loop.target, cst.Name)
     pos = [a for a in it.args if a.keyword is None]
