@@ -17,6 +17,7 @@ import pytest
 
 from services.decomposer.ttgir import parse_ttgir
 from services.toolrunner.launch_grid import run as launch_grid
+from shared.tools.decompose import TaskFacts
 from shared.tools.grid import LaunchGridInput
 from shared.transforms.base import Refused
 from shared.transforms.table import apply
@@ -104,8 +105,11 @@ def test_split_k_on_the_column_sum_is_correct_and_fills_the_grid(tmp_path: Path,
     after = launch_grid(LaunchGridInput(task_path=str(cand), shape="full",
                                         configs=[{"BLOCK_M": 8, "BLOCK_N": 256, "SPLIT_K": 8}])).results[0]
     assert before.programs == [32] and after.programs == [256]
-    ptx = build(compiler, cand, {"BLOCK_M": 8, "BLOCK_N": 256}).ptx
-    assert ptx and not re.search(r"\b(atom|red)\.global", ptx)  # deterministic: no atomics
+    wide = {"BLOCK_M": 8, "BLOCK_N": 256, "num_warps": 1}
+    base = build(compiler, COL, wide, TaskFacts(grid=before.grids[0]))
+    built = build(compiler, cand, wide | {"SPLIT_K": 8}, TaskFacts(grid=after.grids[0]))
+    assert "small_grid" in base.patterns and "small_grid" not in built.patterns  # 32 -> 256 programs, 132 SMs
+    assert built.ptx and not re.search(r"\b(atom|red)\.global", built.ptx)  # deterministic: no atomics
 
 
 def test_split_k_on_the_column_sum_reproduces_the_removed_split_m_variant(tmp_path: Path) -> None:
