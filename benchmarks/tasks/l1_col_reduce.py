@@ -3,10 +3,9 @@
 Each program owns BLOCK_N adjacent columns and walks down the rows BLOCK_M at a time. Untuned start:
 BLOCK_N = 1, so every program reads one column with a stride of `cols` elements: each 4-byte load pulls a
 whole 32-byte sector (8x the compulsory traffic) and nothing coalesces. Wider column blocks fix it, but
-they leave cdiv(cols, BLOCK_N) programs (32 at BLOCK_N 256) for 132 SMs: SPLIT_M > 1 also splits the rows
-over SPLIT_M programs per column block, each writing a partial sum row, and a second small kernel adds
-the SPLIT_M partials per column in a fixed order (deterministic, no atomics). SPLIT_M = 1 is the one-kernel
-start: the program writes the output itself.
+they leave cdiv(cols, BLOCK_N) programs (32 at BLOCK_N 256) for 132 SMs. Splitting the rows over more
+programs is the planner's job (the split_k transformation: partial rows summed in a fixed order), not a
+switch of this file.
 """
 
 import torch
@@ -17,47 +16,29 @@ LEVEL = "L1"
 
 
 @triton.jit
-def col_sum_kernel(
-    x_ptr, out_ptr, n_rows, n_cols, stride_x, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_M: tl.constexpr
-):
+def col_sum_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     pid = tl.program_id(0)
-    split = tl.program_id(1)  # which of SPLIT_M row slices; out_ptr's row `split` gets its sum
-    rows_per_split = tl.cdiv(tl.cdiv(n_rows, SPLIT_M), BLOCK_M) * BLOCK_M  # whole BLOCK_M steps
     cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     rows = tl.arange(0, BLOCK_M)
-    row_end = tl.minimum((split + 1) * rows_per_split, n_rows)
     acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-    for start in range(split * rows_per_split, row_end, BLOCK_M):
+    for start in range(0, n_rows, BLOCK_M):
         r = start + rows
         ptrs = x_ptr + r[:, None].to(tl.int64) * stride_x + cols[None, :]
-        acc += tl.load(ptrs, mask=(r[:, None] < row_end) & (cols[None, :] < n_cols), other=0.0).to(tl.float32)
+        acc += tl.load(ptrs, mask=(r[:, None] < n_rows) & (cols[None, :] < n_cols), other=0.0).to(tl.float32)
     total = tl.sum(acc, axis=0)
-    dst = out_ptr + split.to(tl.int64) * n_cols + cols
-    tl.store(dst, total.to(out_ptr.dtype.element_ty), mask=cols < n_cols)
+    tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty), mask=cols < n_cols)
 
 
-@triton.jit
-def col_finish_kernel(part_ptr, out_ptr, n_split, n_cols, BLOCK: tl.constexpr):
-    """out[j] = sum over s of part[s, j], s in increasing order."""
-    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    acc = tl.zeros((BLOCK,), tl.float32)
-    for s in range(n_split):
-        acc += tl.load(part_ptr + s * n_cols + cols, mask=cols < n_cols, other=0.0)
-    tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=cols < n_cols)
-
-
-KERNELS = (col_sum_kernel, col_finish_kernel)
-CONFIG = {"BLOCK_M": 128, "BLOCK_N": 1, "num_warps": 4, "num_stages": 1, "SPLIT_M": 1}
-# Narrower than the one-knob space of H200 runs 4-11 (BLOCK_M 1-4, BLOCK_N 4 and num_stages 3 left out)
-# since SPLIT_M came in, so the whole space stays sweepable exhaustively (benchmarks/exhaustive.py).
+KERNELS = (col_sum_kernel,)
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 1, "num_warps": 4, "num_stages": 1}
+# Narrower than the space of H200 runs 4-11 (BLOCK_M 1-4, BLOCK_N 4 and num_stages 3 left out), as in runs
+# 12 on, so the whole space stays sweepable exhaustively (benchmarks/exhaustive.py).
 SPACE = {
     "BLOCK_M": [8, 16, 32, 64, 128, 256],
     "BLOCK_N": [1, 16, 32, 64, 128, 256, 512],
     "num_warps": [1, 2, 4, 8],
     "num_stages": [1, 2],
-    "SPLIT_M": [1, 8, 32],
 }
-FINISH_BLOCK = 256  # the partials' adder: 32 programs over 8192 columns, each reads SPLIT_M rows
 
 
 def constraint(config, shape):
@@ -83,26 +64,21 @@ def make_inputs(shape, seed, device):
     return (torch.randn(shape["rows"], shape["cols"], device=device, dtype=dtype),)
 
 
-def launch(inputs, BLOCK_M, BLOCK_N, num_warps, num_stages, SPLIT_M):
+def launch(inputs, BLOCK_M, BLOCK_N, num_warps, num_stages):
     (x,) = inputs
     rows, cols = x.shape
     out = torch.empty(cols, device=x.device, dtype=x.dtype)
-    # A slice past the last row sums nothing and writes a row of zeros, so SPLIT_M partial rows always.
-    part = out if SPLIT_M == 1 else torch.empty(SPLIT_M, cols, device=x.device, dtype=torch.float32)
-    col_sum_kernel[(triton.cdiv(cols, BLOCK_N), SPLIT_M)](
+    col_sum_kernel[(triton.cdiv(cols, BLOCK_N),)](
         x,
-        part,
+        out,
         rows,
         cols,
         x.stride(0),
         BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N,
-        SPLIT_M=SPLIT_M,
         num_warps=num_warps,
         num_stages=num_stages,
     )
-    if SPLIT_M > 1:
-        col_finish_kernel[(triton.cdiv(cols, FINISH_BLOCK),)](part, out, SPLIT_M, cols, BLOCK=FINISH_BLOCK)
     return out
 
 

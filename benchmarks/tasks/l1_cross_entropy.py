@@ -2,9 +2,10 @@
 
 One program per row, one online-logsumexp pass over the vocabulary in BLOCK_V chunks plus one gathered
 load of the label's logit. Untuned start: 128-wide chunks, 4 warps, and a running max per lane, which
-costs two exponentials per logit (rescale the lane's sum, add the new term). CHUNK_MAX = 1 takes each
-chunk's max first (one block reduction) and rescales one scalar sum per chunk: one exp2 per logit. The
-vocabulary (50257, GPT-2's) is odd, so no chunk size divides it.
+costs two exponentials per logit (rescale the lane's sum, add the new term). Taking each chunk's max
+first and rescaling one scalar sum per chunk (one exp2 per logit) is the planner's job (the chunk_max
+transformation), not a switch of this file. The vocabulary (50257, GPT-2's) is odd, so no chunk size
+divides it.
 """
 
 import torch
@@ -15,46 +16,31 @@ LEVEL = "L1"
 
 
 @triton.jit
-def cross_entropy_kernel(
-    logits_ptr, labels_ptr, loss_ptr, n_vocab, stride_row, BLOCK_V: tl.constexpr, CHUNK_MAX: tl.constexpr
-):
+def cross_entropy_kernel(logits_ptr, labels_ptr, loss_ptr, n_vocab, stride_row, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
     base = logits_ptr + row.to(tl.int64) * stride_row
     offs = tl.arange(0, BLOCK_V)
-    if CHUNK_MAX:
-        # log2 domain: exp(x - m) = exp2((x - m) * log2 e); lse = (m2 + log2 s) * ln 2.
-        m2 = float("-inf")
-        s2 = 0.0
-        for start in range(0, n_vocab, BLOCK_V):
-            x = tl.load(base + start + offs, mask=start + offs < n_vocab, other=float("-inf")).to(tl.float32)
-            x2 = x * 1.4426950408889634  # log2 e
-            m_new = tl.maximum(m2, tl.max(x2, axis=0))  # finite: every chunk holds a logit
-            s2 = s2 * tl.exp2(m2 - m_new) + tl.sum(tl.exp2(x2 - m_new), axis=0)
-            m2 = m_new
-        lse = (m2 + tl.log2(s2)) * 0.6931471805599453  # ln 2
-    else:
-        m = tl.full((BLOCK_V,), float("-inf"), tl.float32)
-        s = tl.zeros((BLOCK_V,), tl.float32)
-        for start in range(0, n_vocab, BLOCK_V):
-            x = tl.load(base + start + offs, mask=start + offs < n_vocab, other=float("-inf")).to(tl.float32)
-            m_new = tl.maximum(m, x)
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # lanes past the end: avoid -inf - -inf
-            s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
-            m = m_new
-        row_max = tl.max(m, axis=0)
-        lse = row_max + tl.log(tl.sum(s * tl.exp(m - row_max), axis=0))
+    m = tl.full((BLOCK_V,), float("-inf"), tl.float32)
+    s = tl.zeros((BLOCK_V,), tl.float32)
+    for start in range(0, n_vocab, BLOCK_V):
+        x = tl.load(base + start + offs, mask=start + offs < n_vocab, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # lanes past the end: avoid -inf - -inf
+        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    lse = row_max + tl.log(tl.sum(s * tl.exp(m - row_max), axis=0))
     label = tl.load(labels_ptr + row)
     target = tl.load(base + label).to(tl.float32)
     tl.store(loss_ptr + row, (lse - target).to(loss_ptr.dtype.element_ty))
 
 
 KERNELS = (cross_entropy_kernel,)
-CONFIG = {"BLOCK_V": 128, "num_warps": 4, "num_stages": 1, "CHUNK_MAX": 0}
+CONFIG = {"BLOCK_V": 128, "num_warps": 4, "num_stages": 1}
 SPACE = {
     "BLOCK_V": [128, 256, 512, 1024, 2048, 4096, 8192],
     "num_warps": [1, 2, 4, 8, 16],
     "num_stages": [1, 2, 3, 4],
-    "CHUNK_MAX": [0, 1],
 }
 
 
@@ -80,7 +66,7 @@ def make_inputs(shape, seed, device):
     return logits, labels
 
 
-def launch(inputs, BLOCK_V, num_warps, num_stages, CHUNK_MAX):
+def launch(inputs, BLOCK_V, num_warps, num_stages):
     logits, labels = inputs
     loss = torch.empty(logits.shape[0], device=logits.device, dtype=logits.dtype)
     cross_entropy_kernel[(logits.shape[0],)](
@@ -90,7 +76,6 @@ def launch(inputs, BLOCK_V, num_warps, num_stages, CHUNK_MAX):
         logits.shape[1],
         logits.stride(0),
         BLOCK_V=BLOCK_V,
-        CHUNK_MAX=CHUNK_MAX,
         num_warps=num_warps,
         num_stages=num_stages,
     )

@@ -242,8 +242,8 @@ def programs_from(configs: Sequence[Config], results: Sequence[Any], primary: st
     """Problem.programs from a launch_grid answer: config_key -> the programs of the config's smallest
     launch (the one most likely to leave SMs idle), for each requested config whose launch was recorded.
     With `primary` (the task's first kernel) only that kernel's launches count when it was launched: a
-    small helper launch after it (l1_col_reduce's adder of SPLIT_M partial rows, 32 programs for every
-    config) would otherwise stand for every config. `results` are the answer's ConfigGrids, one per
+    small helper launch after it (the adder of partial rows l1_col_reduce had with its SPLIT_M switch,
+    32 programs for every config) would otherwise stand for every config. `results` are the answer's ConfigGrids, one per
     config in request order (a mismatch raises)."""
     out: dict[str, int] = {}
     for c, r in zip(configs, results, strict=True):
@@ -345,10 +345,10 @@ _SIZE_NAME = re.compile(r"(^|_)(BLOCK|BLK)(_|$)|^TILE_")
 
 
 def switches(p: Problem) -> list[str]:
-    """Knobs that pick a variant of the algorithm rather than a size (l1_cross_entropy's CHUNK_MAX 0/1,
-    l1_col_reduce's SPLIT_M, l1_transpose_cuda's USE_TILE; l3_pipeline's X_LAYOUT before issue 20): not a
-    launch option, not a tile key, not named as a size, few values. The prior cannot rank their values (it models
-    sizes), so seeds() makes sure each value is measured once."""
+    """Knobs that pick a variant of the algorithm rather than a size (CHUNK_MAX 0/1 and SPLIT_M as the L1
+    tasks had them, l1_transpose_cuda's USE_TILE, l3_pipeline's X_LAYOUT before issue 20, a
+    transformation's SPLIT_K): not a launch option, not a tile key, not named as a size, few values. The
+    prior cannot rank their values (it models sizes), so seeds() makes sure each value is measured once."""
     t = tile_keys(p.config)
     named = {k for k in (t.m, t.n, t.k, t.group, t.block) if k}
     return [

@@ -19,7 +19,7 @@ LOG2E = "1.4426950408889634"  # log2(e) to double precision; fp32 rounds it to 0
 SPEC = TransformSpec(
     name="exp2_fold",
     summary="tl.exp -> tl.exp2 with log2(e) folded into a kernel-parameter scale (softmax, attention)",
-    answers=["slow_precise_math", "roofline_far_below", "compute_throughput_bound"],
+    answers=["exp_instead_of_exp2", "slow_precise_math", "roofline_far_below", "compute_throughput_bound"],
     precondition="the kernel calls tl.exp",
 )
 

@@ -14,6 +14,7 @@ from shared.messages import Scalar
 from shared.transforms import (
     aligned_copies,
     causal_tile_skip,
+    chunk_max,
     cuda_launch_bounds,
     cuda_smem_pad,
     even_k,
@@ -37,7 +38,7 @@ TABLE: tuple[Transform, ...] = (
     grouped_order.TRANSFORM,  # GEMM: GROUP_M tile order, L2 reuse of B tiles
     k_pipeline.TRANSFORM,  # GEMM/attention: tl.range(num_stages=) on the K loop -> cp.async prefetch
     even_k.TRANSFORM,  # GEMM: unmasked interior K tiles, one masked tail tile
-    split_k.TRANSFORM,  # GEMM: SPLIT_K programs per tile, fp32 partials summed in a fixed order
+    split_k.TRANSFORM,  # GEMM K loop, column sums: SPLIT_K programs per tile, fp32 partials summed in a fixed order
     aligned_copies.TRANSFORM,  # odd leading dimensions: zero-padded copies with an aligned row pitch
     rows_per_program.TRANSFORM,  # row kernels: ROWS rows per program, fewer tiny programs
     persistent.TRANSFORM,  # one wave of programs striding over the tiles
@@ -45,6 +46,7 @@ TABLE: tuple[Transform, ...] = (
     causal_tile_skip.TRANSFORM,  # causal attention: the key loop stops at the block's last query row
     split_key_loop.TRANSFORM,  # attention: unmasked full key tiles, masked diagonal/boundary tiles
     sparse_block_skip.TRANSFORM,  # block-sparse attention: branch over blocks the layout masks out
+    chunk_max.TRANSFORM,  # online softmax/logsumexp rows: chunk max first, one rescale exp per chunk
     eviction_policy.TRANSFORM,  # streaming loads: evict_first keeps L2 for the data that is reused
     two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum
     cuda_launch_bounds.TRANSFORM,  # CUDA C++: registers allocated for the real block size

@@ -27,13 +27,8 @@ TASKS = all_tasks()
 ALTERNATES = {
     # l3_pipeline's X_LAYOUT switch is gone (issue 20): tests/transforms/test_relayout_intermediate.py checks
     # the transformation that reaches its token-major variant.
-    # Row split: 300 micro rows in 8 slices of 40 (the last holds 20); in 8 slices of 64, 3 are empty
-    # (rows of zeros for the adder).
-    "l1_col_reduce": [
-        {"SPLIT_M": 8, "BLOCK_M": 8, "BLOCK_N": 16},
-        {"SPLIT_M": 8, "BLOCK_M": 64, "BLOCK_N": 16},
-    ],
-    "l1_cross_entropy": [{"CHUNK_MAX": 1}, {"CHUNK_MAX": 1, "BLOCK_V": 256, "num_warps": 8}],
+    # l1_col_reduce's row split and l1_cross_entropy's chunk max are transformations now (split_k,
+    # chunk_max), checked on these tasks by tests/transforms/test_suite_variants.py.
     # Padded copies, K' = 128 (micro k = 51 and every edge k): unmasked K slices of 32 and of 128.
     "l2_matmul_irregular": [{"PAD_ALIGN": 1}, {"PAD_ALIGN": 1, "BLOCK_K": 128, "BLOCK_N": 64}],
     # The attention tasks hold their straightforward kernel only (issue 20): the split key loop they used
@@ -42,8 +37,6 @@ ALTERNATES = {
 }
 # Alternates checked on the edge shapes too (a 1-row matrix, a 1-logit vocabulary), not micro alone.
 ALTERNATE_SHAPES = {
-    "l1_col_reduce": ["micro", "edge"],
-    "l1_cross_entropy": ["micro", "edge"],
     "l2_matmul_irregular": ["micro", "edge"],
 }
 

@@ -88,3 +88,32 @@ def test_a_task_without_space_is_searched_over_a_derived_one() -> None:
     assert configs
     for c in configs:
         assert not isinstance(apply_changes(src, c.changes), PatchRejected)
+
+
+def test_the_stripped_suite_rows_get_the_transformations_that_replace_their_removed_switches() -> None:
+    """l1_col_reduce's small grid (a wide column block) -> split_k (was its SPLIT_M switch);
+    l1_cross_entropy's two exps per logit in the loop -> exp2_fold and chunk_max (was CHUNK_MAX), and
+    once chunk_max is the best candidate, exp2_fold stacks on it."""
+    col = ROOT / "benchmarks/tasks/l1_col_reduce.py"
+    ctx = PlannerContext(kernel="col_sum_kernel", kernel_class="reduction", has_dot=False,
+                         task=read_task(str(col), col.read_text()),
+                         findings=[Finding(pattern="small_grid", severity="high", score=0.7, locations=[])])
+    plan = RulesPolicy().plan(ctx)
+    split = [c for c in plan.candidates if _transforms(c.changes) == ["split_k"]]
+    assert split, plan.analysis
+    text, config = apply_changes(col.read_text(), split[0].changes)  # type: ignore[misc]
+    assert config["SPLIT_K"] == 4 and "col_sum_kernel[(triton.cdiv(cols, BLOCK_N), SPLIT_K)]" in text
+    ce = ROOT / "benchmarks/tasks/l1_cross_entropy.py"
+    exp = Finding(pattern="exp_instead_of_exp2", severity="low", score=0.05, locations=["l1_cross_entropy.py:30"])
+    ctx = PlannerContext(kernel="cross_entropy_kernel", kernel_class="reduction", has_dot=False,
+                         task=read_task(str(ce), ce.read_text()), findings=[exp])
+    proposed = [_transforms(c.changes) for c in RulesPolicy().plan(ctx).candidates if _transforms(c.changes)]
+    assert ["exp2_fold"] in proposed and ["chunk_max"] in proposed
+    best = [ChangeDescription(change="transform", transform="chunk_max")]
+    ctx = PlannerContext(kernel="cross_entropy_kernel", kernel_class="reduction", has_dot=False,
+                         task=read_task(str(ce), ce.read_text()), findings=[exp], best_changes=best,
+                         best_config={"BLOCK_V": 128, "num_warps": 4, "num_stages": 1})
+    stacked = [c for c in RulesPolicy().plan(ctx).candidates if _transforms(c.changes) == ["chunk_max", "exp2_fold"]]
+    assert stacked
+    text, _ = apply_changes(ce.read_text(), stacked[0].changes)  # type: ignore[misc]
+    assert "tl.maximum(m_chunk, tl.max(x, axis=0))" in text and "tl.exp(" not in text

@@ -1,6 +1,8 @@
 """Switch knobs (a variant of the algorithm, not a size) get each value measured early, and a kernel's one
-BLOCK_<X> counts as its block. TEST INPUT: l1_cross_entropy's and l1_col_reduce's literals, read from the
-task files; nothing here is a measurement."""
+BLOCK_<X> counts as its block. TEST INPUT: the literals of l1_cross_entropy and l1_col_reduce as they were
+with their CHUNK_MAX / SPLIT_M switches (tests/transforms/tasks/removed_*.py, recorded at 7de0bf2: the
+suite's files no longer carry them, transformations do), and of the suite's files; nothing here is a
+measurement."""
 
 from __future__ import annotations
 
@@ -10,15 +12,16 @@ from services.planner.patcher import TaskSource
 from services.planner.search import Problem, next_configs, seeds, switches, tile_keys
 
 ROOT = Path(__file__).resolve().parents[2]
+REMOVED = ROOT / "tests" / "transforms" / "tasks"
 
 
-def _problem(task: str) -> Problem:
-    src = TaskSource((ROOT / "benchmarks" / "tasks" / f"{task}.py").read_text())
+def _problem(task: str, where: Path = ROOT / "benchmarks" / "tasks") -> Problem:
+    src = TaskSource((where / f"{task}.py").read_text())
     return Problem(config=src.literal("CONFIG"), space=src.literal("SPACE"), full_shape=src.literal("SHAPES")["full"])
 
 
 def test_cross_entropys_one_exp_switch_is_seeded_even_though_the_prior_cannot_rank_it() -> None:
-    p = _problem("l1_cross_entropy")
+    p = _problem("removed_l1_cross_entropy_chunk_max", REMOVED)
     assert tile_keys(p.config).block == "BLOCK_V" and switches(p) == ["CHUNK_MAX"]
     got = seeds(p, 4)
     assert len(got) == 5 and {c["CHUNK_MAX"] for c in got[:4]} == {0}  # the prior ties the variants
@@ -29,9 +32,15 @@ def test_cross_entropys_one_exp_switch_is_seeded_even_though_the_prior_cannot_ra
 
 
 def test_col_reduces_row_split_values_are_all_seeded() -> None:
-    p = _problem("l1_col_reduce")
+    p = _problem("removed_l1_col_reduce_split_m", REMOVED)
     assert switches(p) == ["SPLIT_M"]
     assert {c["SPLIT_M"] for c in seeds(p, 4)} == set(p.space["SPLIT_M"])
+
+
+def test_the_stripped_suite_tasks_hold_no_switch() -> None:
+    for task in ("l1_cross_entropy", "l1_col_reduce"):
+        assert switches(_problem(task)) == [], task
+    assert tile_keys(_problem("l1_cross_entropy").config).block == "BLOCK_V"
 
 
 def test_two_block_knobs_name_no_single_block_and_launch_options_are_never_switches() -> None:

@@ -18,15 +18,23 @@ ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "benchmarks" / "tasks"
 
 
-def test_col_reduce_programs_follow_its_column_block_and_row_split() -> None:
-    # cdiv(cols, BLOCK_N) x SPLIT_M programs, cols = 8192: the start (BLOCK_N 1) runs 8192; BLOCK_N 256
-    # leaves 32 for 132 SMs, which the planner's shape model (one program per row: 16384) could not see.
-    # SPLIT_M 8 runs 32 x 8 partial sums, then the adder: cdiv(8192, FINISH_BLOCK 256) = 32 programs.
-    configs = [{}, {"BLOCK_M": 8, "BLOCK_N": 256, "num_warps": 1}, {"BLOCK_M": 8, "BLOCK_N": 256, "SPLIT_M": 8}]
+def test_col_reduce_programs_follow_its_column_block() -> None:
+    # cdiv(cols, BLOCK_N) programs, cols = 8192: the start (BLOCK_N 1) runs 8192; BLOCK_N 256 leaves 32 for
+    # 132 SMs, which the planner's shape model (one program per row: 16384) could not see.
+    configs = [{}, {"BLOCK_M": 8, "BLOCK_N": 256, "num_warps": 1}]
     out = run(LaunchGridInput(task_path=str(TASKS / "l1_col_reduce.py"), configs=configs))
+    assert [r.grids for r in out.results] == [[[8192, 1, 1]], [[32, 1, 1]]]
+    assert out.shape == {"rows": 16384, "cols": 8192}
+
+
+def test_a_helper_launch_after_the_primary_kernel_does_not_stand_for_its_grid() -> None:
+    # TEST INPUT: l1_col_reduce as it was with its SPLIT_M switch (tests/transforms/tasks/, recorded at
+    # 7de0bf2): SPLIT_M 8 runs 32 x 8 partial sums, then the adder: cdiv(8192, FINISH_BLOCK 256) = 32.
+    task = ROOT / "tests" / "transforms" / "tasks" / "removed_l1_col_reduce_split_m.py"
+    configs = [{}, {"BLOCK_M": 8, "BLOCK_N": 256, "num_warps": 1}, {"BLOCK_M": 8, "BLOCK_N": 256, "SPLIT_M": 8}]
+    out = run(LaunchGridInput(task_path=str(task), configs=configs))
     assert [r.grids for r in out.results] == [[[8192, 1, 1]], [[32, 1, 1]], [[32, 8, 1], [32, 1, 1]]]
     assert out.results[2].kernels == ["col_sum_kernel", "col_finish_kernel"]
-    assert out.shape == {"rows": 16384, "cols": 8192}
     start = {"BLOCK_M": 128, "BLOCK_N": 1, "num_warps": 4, "num_stages": 1, "SPLIT_M": 1}
     full = [start, start | configs[1], start | configs[2]]
     assert sorted(programs_from(full, out.results).values()) == [32, 32, 8192]  # the adder's 32 stands in

@@ -15,6 +15,7 @@ from services.toolrunner.compile import Compiler
 from services.toolrunner.correctness import run as run_correctness
 from shared.messages import Scalar
 from shared.tools.compile import CompileInput
+from shared.tools.decompose import TaskFacts
 from shared.tools.run import RunCorrectnessInput, RunCorrectnessOutput
 from shared.transforms.base import Applied
 from shared.transforms.table import apply
@@ -44,9 +45,11 @@ def correct(task: str | Path, cand: Path, config: dict[str, Scalar] | None = Non
                                                device="cpu"))
 
 
-def build(compiler: Compiler, path: str | Path, config: dict[str, Scalar] | None = None) -> Built:
+def build(compiler: Compiler, path: str | Path, config: dict[str, Scalar] | None = None,
+          facts: TaskFacts | None = None) -> Built:
+    """`facts`: what the decomposer is told beyond the artifacts (e.g. the launch grid, for small_grid)."""
     out = compiler.run(CompileInput(task_path=str(ROOT / path), config=config or {}, include_text=True))
-    d = decompose(artifacts_from(msgspec.to_builtins(out), None))
+    d = decompose(artifacts_from(msgspec.to_builtins(out), None), facts)
     text = {a.kind: a.text or "" for a in out.artifacts}
     return Built(patterns=[f.pattern for f in d.findings], ptx=text.get("ptx", ""), ttgir=text.get("ttgir", ""))
 
