@@ -15,6 +15,7 @@ from shared.transforms import (
     aligned_copies,
     cuda_launch_bounds,
     cuda_smem_pad,
+    cuda_tiled_transpose,
     even_k,
     eviction_policy,
     exp2_fold,
@@ -40,6 +41,7 @@ TABLE: tuple[Transform, ...] = (
     two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum
     cuda_launch_bounds.TRANSFORM,  # CUDA C++: registers allocated for the real block size
     cuda_smem_pad.TRANSFORM,  # CUDA C++: +1 column on 2-D shared tiles against bank conflicts
+    cuda_tiled_transpose.TRANSFORM,  # CUDA C++: a naive transpose's copy staged through a shared tile
 )
 BY_NAME: dict[str, Transform] = {t.spec.name: t for t in TABLE}
 
