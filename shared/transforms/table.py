@@ -24,6 +24,7 @@ from shared.transforms import (
     persistent,
     rows_per_program,
     split_k,
+    tiled_transpose,
     two_stage_reduce,
 )
 from shared.transforms.base import Applied, Refused, Transform, TransformError, TransformSpec
@@ -37,6 +38,7 @@ TABLE: tuple[Transform, ...] = (
     rows_per_program.TRANSFORM,  # row kernels: ROWS rows per program, fewer tiny programs
     persistent.TRANSFORM,  # one wave of programs striding over the tiles
     exp2_fold.TRANSFORM,  # softmax/attention: exp -> exp2 with log2(e) folded into the scale
+    tiled_transpose.TRANSFORM,  # row/column kernels: TILE rows per program, 2-D tiles joined by tl.trans
     eviction_policy.TRANSFORM,  # streaming loads: evict_first keeps L2 for the data that is reused
     two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum
     cuda_launch_bounds.TRANSFORM,  # CUDA C++: registers allocated for the real block size
