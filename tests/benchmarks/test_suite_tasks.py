@@ -34,8 +34,6 @@ ALTERNATES = {
         {"SPLIT_M": 8, "BLOCK_M": 64, "BLOCK_N": 16},
     ],
     "l1_cross_entropy": [{"CHUNK_MAX": 1}, {"CHUNK_MAX": 1, "BLOCK_V": 256, "num_warps": 8}],
-    # Padded copies, K' = 128 (micro k = 51 and every edge k): unmasked K slices of 32 and of 128.
-    "l2_matmul_irregular": [{"PAD_ALIGN": 1}, {"PAD_ALIGN": 1, "BLOCK_K": 128, "BLOCK_N": 64}],
     # Split key loop: micro's 64 keys are whole tiles (all unmasked when not causal); the edge lengths
     # 100 / 77 / 1 leave a ragged tile; BLOCK_M 32 over BLOCK_N 16 gives causal two unmasked tiles a block.
     **{
