@@ -64,7 +64,8 @@ def replay(task: str, table: Table, max_rounds: int = MAX_ROUNDS) -> Replay:
     meta = select(task)[0]
     manifest = load_task_cached(meta.path)
     start = dict(manifest.config)
-    times = lookup(table)
+    times = lookup(table, set(start))  # rows of a removed switch's other value are another kernel now
+    legal = table.legal if len(times) == len(table.entries) else len(times)
     programs, why = launch_programs(manifest, meta, planner)
     p = problem(manifest, meta, planner, programs)
 
@@ -87,10 +88,10 @@ def replay(task: str, table: Table, max_rounds: int = MAX_ROUNDS) -> Replay:
     found = [e.median_ms for e in evals if e.median_ms is not None]
     _, best = optimum(times)
     to_98 = evaluations_to_reach(trace, times, FRACTION)
-    share = to_98 / table.legal if to_98 is not None and table.legal else None
+    share = to_98 / legal if to_98 is not None and legal else None
     return Replay(
         task=task,
-        legal=table.legal,
+        legal=legal,
         rounds=rounds,
         converged=rounds < max_rounds,
         evaluations=len(evals),

@@ -5,8 +5,8 @@ A), and every edge tile is partial. Untuned start: 64x64x32 tiles, GROUP_M 1, 4 
 
 Every row starts at a 2-byte-aligned address only and the masks across the contiguous dimensions (K for A,
 N for B) have bounds Triton cannot prove divisible, so operand loads stay 2-byte scalars (the PTX has only
-ld.global.b16). Padding the operands to aligned pitches is the planner's job (`kpilot transform ...
-aligned_copies`, stacked with `even_k`); until issue 20 this file carried a hand-written PAD_ALIGN switch
+ld.global.b16). Padding the operands to aligned pitches and sizes is the planner's job (`kpilot transform
+... aligned_copies --param extents=1`); until issue 20 this file carried a hand-written PAD_ALIGN switch
 that padded A to M x K' and B to K' x N' (K' = K rounded up to 128, N' = N to 256) and dropped the masks.
 Inductor has a pad_mm pass for such shapes (whether it padded here was not checked); its max-autotune
 build ran 7.6x faster than this task's best config of runs 4-18.
