@@ -346,7 +346,7 @@ _SIZE_NAME = re.compile(r"(^|_)(BLOCK|BLK)(_|$)|^TILE_")
 
 def switches(p: Problem) -> list[str]:
     """Knobs that pick a variant of the algorithm rather than a size (l1_cross_entropy's CHUNK_MAX 0/1,
-    l1_col_reduce's SPLIT_M, l1_transpose_cuda's USE_TILE, l3_pipeline's X_LAYOUT): not a launch option,
+    l1_col_reduce's SPLIT_M, l3_pipeline's X_LAYOUT; l1_transpose_cuda's USE_TILE before issue 20): not a launch option,
     not a tile key, not named as a size, few values. The prior cannot rank their values (it models
     sizes), so seeds() makes sure each value is measured once."""
     t = tile_keys(p.config)
@@ -382,7 +382,7 @@ def _shape_seeds(p: Problem, count: int, ranked: list[Config]) -> list[Config]:
     t = tile_keys(p.config)
     shape_keys = [k for k in (t.m, t.n, t.k, t.block) if k]
     if not shape_keys:
-        # Knobs the tile-shape model does not name (a CUDA task's BLOCK_X/BLOCK_Y/USE_TILE): start from
+        # Knobs the tile-shape model does not name (a CUDA task's BLOCK_X/BLOCK_Y): start from
         # the one-knob steps around the start config. Before this, every config had the same empty "tile
         # shape" and round 0 held one config (the H200 suite run timed transpose_cuda's 8x1 block alone).
         steps = (c for c in _neighbours(dict(p.config), p.space, p.dot) if not prune_reasons(c, p))
