@@ -30,7 +30,7 @@ from shared.transforms.base import Param, Transform, TransformError, TransformSp
 
 SPEC = TransformSpec(
     name="aligned_copies",
-    summary="hand the kernel 2-D inputs with a row pitch padded to ALIGN elements (zero-padded copies)",
+    summary="hand the kernel 2-D inputs with a row pitch (extents=1: and sizes) padded to ALIGN elements (zero-padded copies)",
     answers=["scalar_global_access", "mask_blocks_vectorization", "uncoalesced_strided_access"],
     params=[Param(name="extents", domain=[0, 1], default=0,
                   doc="1: also round the row-length extents the kernel gets up to ALIGN (zeros past the "
