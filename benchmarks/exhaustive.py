@@ -119,9 +119,32 @@ def legal_configs(task_path: str, shape: str = "full") -> SpaceResult:
     return msgspec.json.decode(out.result, type=SpaceResult)
 
 
-def lookup(table: Table) -> dict[str, float | None]:
-    """The table as search_eff.evaluations_to_reach wants it: config key -> median ms (None = failed)."""
-    return {config_key(e.config): e.median_ms for e in table.entries}
+# Variant switches taken out of the suite's tasks by issue 20 (the planner reaches those code paths by
+# transformations now), each with the value that is the task's kernel as it stands. A table recorded while
+# a task still had the switch keeps its rows at that value, with the knob dropped (lookup(knobs=...)).
+# Variant switches issue 20 took out of the suite's tasks, with the value that was the straightforward
+# kernel: a table recorded with one is read at that value only (the other rows timed the variant).
+REMOVED_SWITCHES: dict[str, int] = {"USE_TILE": 0, "PAD_ALIGN": 0, "SPLIT_M": 1, "CHUNK_MAX": 0}
+
+
+def lookup(table: Table, knobs: set[str] | None = None) -> dict[str, float | None]:
+    """The table as search_eff.evaluations_to_reach wants it: config key -> median ms (None = failed).
+    With `knobs` (the task's CONFIG keys now), rows are read as that task's configs: a knob the task no
+    longer has must be a REMOVED_SWITCHES entry, and only its rows at the removed value are kept."""
+    out: dict[str, float | None] = {}
+    for e in table.entries:
+        cfg = dict(e.config)
+        if knobs is not None:
+            gone = {k: v for k, v in cfg.items() if k not in knobs}
+            unknown = sorted(k for k in gone if k not in REMOVED_SWITCHES)
+            if unknown:
+                raise ValueError(f"{table.task}'s exhaustive table has knobs {unknown} the task no longer has and "
+                                 "that are not removed switches: re-record the table (benchmarks/exhaustive.py)")
+            if any(v != REMOVED_SWITCHES[k] for k, v in gone.items()):
+                continue
+            cfg = {k: v for k, v in cfg.items() if k in knobs}
+        out[config_key(cfg)] = e.median_ms
+    return out
 
 
 def default_precompile_procs() -> int:

@@ -52,8 +52,13 @@ def efficiency(row: Any, table: Table | None) -> Efficiency:
     if table is None:
         eff.not_measured = "no exhaustive table for this task (exhaustive.py did not sweep it)"
         return eff
-    times = lookup(table)
-    eff.legal, eff.table_complete = table.legal, table.complete
+    try:  # a run recorded after a switch left its task reads the table's rows at the removed value
+        times = lookup(table, set(row.start_config))
+    except ValueError as e:
+        eff.not_measured = str(e)
+        return eff
+    legal = table.legal if len(times) == len(table.entries) else len(times)
+    eff.legal, eff.table_complete = legal, table.complete
     try:
         _, eff.optimum_ms = optimum(times)
     except ValueError as e:
@@ -63,8 +68,8 @@ def efficiency(row: Any, table: Table | None) -> Efficiency:
     found = [t for c in trace if (t := times.get(config_key(c))) is not None]
     eff.search_best_ms = min(found) if found else None
     eff.evaluations_to_98 = evaluations_to_reach(trace, times, FRACTION)
-    if eff.evaluations_to_98 is not None and table.legal:
-        eff.share_of_space = eff.evaluations_to_98 / table.legal
+    if eff.evaluations_to_98 is not None and legal:
+        eff.share_of_space = eff.evaluations_to_98 / legal
     eff.meets_target = eff.share_of_space is not None and eff.share_of_space <= TARGET_SHARE
     return eff
 

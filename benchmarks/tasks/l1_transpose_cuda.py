@@ -1,8 +1,8 @@
-"""L1 (CUDA C++): fp32 matrix transpose out = in^T; starts naive (coalesced reads, strided writes).
+"""L1 (CUDA C++): fp32 matrix transpose out = in^T, the naive kernel (coalesced reads, strided writes).
 
-USE_TILE = 0 is the naive kernel: a warp reads 32 consecutive floats of a row but writes them `rows`
-elements apart, 32 sectors per warp store. USE_TILE = 1 stages a BLOCK_X x BLOCK_X tile through shared
-memory (padded by one column against bank conflicts) so both sides coalesce; BLOCK_Y rows per pass.
+A warp reads 32 consecutive floats of a row but writes them `rows` elements apart: 32 sectors per warp
+store. Staging through a shared-memory tile is the planner's job (`kpilot transform ... cuda_tiled_transpose`);
+until issue 20 this file carried a hand-written tiled path behind a USE_TILE switch.
 CONFIG entries reach the source as -D macros (the compile tool and NVRTC alike). GPU only: CPU correctness
 reports "not checked".
 """
@@ -12,9 +12,6 @@ import torch
 LEVEL = "L1"
 KERNEL_NAME = "transpose"
 CUDA_SOURCE = r"""
-#ifndef USE_TILE
-#define USE_TILE 0
-#endif
 #ifndef BLOCK_X
 #define BLOCK_X 32
 #endif
@@ -23,38 +20,17 @@ CUDA_SOURCE = r"""
 #endif
 extern "C" __global__ void transpose(const float* __restrict__ in, float* __restrict__ out,
                                      int rows, int cols) {
-#if USE_TILE
-    __shared__ float tile[BLOCK_X][BLOCK_X + 1];
-    int c0 = blockIdx.x * BLOCK_X, r0 = blockIdx.y * BLOCK_X;
-    for (int j = threadIdx.y; j < BLOCK_X; j += BLOCK_Y) {
-        int r = r0 + j, c = c0 + threadIdx.x;
-        if (r < rows && c < cols) tile[j][threadIdx.x] = in[(long long)r * cols + c];
-    }
-    __syncthreads();
-    for (int j = threadIdx.y; j < BLOCK_X; j += BLOCK_Y) {
-        int oc = r0 + threadIdx.x, orow = c0 + j;  // out is cols x rows
-        if (orow < cols && oc < rows) out[(long long)orow * rows + oc] = tile[threadIdx.x][j];
-    }
-#else
     int c = blockIdx.x * BLOCK_X + threadIdx.x;
     int r = blockIdx.y * BLOCK_Y + threadIdx.y;
     if (r < rows && c < cols) out[(long long)c * rows + r] = in[(long long)r * cols + c];
-#endif
 }
 """
-CONFIG = {"USE_TILE": 0, "BLOCK_X": 32, "BLOCK_Y": 8}
-SPACE = {"USE_TILE": [0, 1], "BLOCK_X": [8, 16, 32, 64], "BLOCK_Y": [1, 2, 4, 8, 16, 32]}
+CONFIG = {"BLOCK_X": 32, "BLOCK_Y": 8}
+SPACE = {"BLOCK_X": [8, 16, 32, 64], "BLOCK_Y": [1, 2, 4, 8, 16, 32]}
 
 
 def constraint(config, shape):
-    if config["BLOCK_X"] * config["BLOCK_Y"] > 1024:  # CUDA's threads-per-block limit
-        return False
-    if config["USE_TILE"]:
-        # The tile is square (BLOCK_X on a side) and each pass covers BLOCK_Y of its rows; 48 KiB is the
-        # static shared-memory limit per block.
-        smem = 4 * config["BLOCK_X"] * (config["BLOCK_X"] + 1)
-        return config["BLOCK_Y"] <= config["BLOCK_X"] and smem <= 48 * 1024
-    return True
+    return config["BLOCK_X"] * config["BLOCK_Y"] <= 1024  # CUDA's threads-per-block limit
 
 
 SHAPES = {
@@ -75,22 +51,21 @@ def make_inputs(shape, seed, device):
     return (torch.randn(shape["rows"], shape["cols"], device=device, dtype=dtype),)
 
 
-def launch(inputs, USE_TILE, BLOCK_X, BLOCK_Y):
+def launch(inputs, BLOCK_X, BLOCK_Y):
     (x,) = inputs
     if x.device.type != "cuda":
         raise RuntimeError("l1_transpose_cuda launches only on a GPU (NVRTC); CPU correctness is not checked")
     rows, cols = x.shape
-    key = (USE_TILE, BLOCK_X, BLOCK_Y)
+    key = (BLOCK_X, BLOCK_Y)
     if key not in _compiled:
         compile_kernel = getattr(torch.cuda, "compile_kernel", None) or torch.cuda._compile_kernel
         _compiled[key] = compile_kernel(
             CUDA_SOURCE,
             KERNEL_NAME,
-            nvcc_options=[f"-DUSE_TILE={USE_TILE}", f"-DBLOCK_X={BLOCK_X}", f"-DBLOCK_Y={BLOCK_Y}"],
+            nvcc_options=[f"-DBLOCK_X={BLOCK_X}", f"-DBLOCK_Y={BLOCK_Y}"],
         )
     out = torch.empty((cols, rows), device=x.device, dtype=x.dtype)
-    rows_per_block = BLOCK_X if USE_TILE else BLOCK_Y
-    grid = ((cols + BLOCK_X - 1) // BLOCK_X, (rows + rows_per_block - 1) // rows_per_block, 1)
+    grid = ((cols + BLOCK_X - 1) // BLOCK_X, (rows + BLOCK_Y - 1) // BLOCK_Y, 1)
     _compiled[key](grid=grid, block=(BLOCK_X, BLOCK_Y, 1), args=[x.contiguous(), out, rows, cols])
     return out
 

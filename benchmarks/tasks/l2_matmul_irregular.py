@@ -3,15 +3,13 @@
 K = 4001 is odd, so A's rows start at 2-byte-aligned addresses only (no 16-byte vector loads or TMA on
 A), and every edge tile is partial. Untuned start: 64x64x32 tiles, GROUP_M 1, 4 warps, 1 stage, unpadded.
 
-PAD_ALIGN = 1 pads the operands before the kernel runs: on every call, launch() copies A into an
-M x K' buffer and B into a K' x N' buffer, zero-filled, with K' = K rounded up to 128 and N' = N rounded
-up to 256, then multiplies those (the zero columns of A meet zero rows of B, so C is unchanged). Every row
-then starts 16-byte aligned (Triton specializes the strides as divisible by 16), and with K' a multiple of
-BLOCK_K and N' one of BLOCK_N the kernel loads whole tiles of B with no mask (a mask across the contiguous
-dimension that Triton cannot prove constant keeps loads at 2 bytes: the unpadded PTX has only
-ld.global.b16, the padded one cp.async of 16 bytes). The copies (~0.2 GB at this shape) are inside the timed
-call. Inductor has a pad_mm pass for such shapes (whether it padded here was not checked); its
-max-autotune build ran 7.6x faster than this task's best config of runs 4-18.
+Every row starts at a 2-byte-aligned address only and the masks across the contiguous dimensions (K for A,
+N for B) have bounds Triton cannot prove divisible, so operand loads stay 2-byte scalars (the PTX has only
+ld.global.b16). Padding the operands to aligned pitches and sizes is the planner's job (`kpilot transform
+... aligned_copies --param extents=1`); until issue 20 this file carried a hand-written PAD_ALIGN switch
+that padded A to M x K' and B to K' x N' (K' = K rounded up to 128, N' = N to 256) and dropped the masks.
+Inductor has a pad_mm pass for such shapes (whether it padded here was not checked); its max-autotune
+build ran 7.6x faster than this task's best config of runs 4-18.
 """
 
 import torch
@@ -39,7 +37,6 @@ def matmul_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    PAD_ALIGN: tl.constexpr,
 ):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -58,12 +55,8 @@ def matmul_kernel(
     b_ptrs = b_ptr + offs_k[:, None].to(tl.int64) * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        if PAD_ALIGN:  # launch() padded K to a multiple of 128 >= BLOCK_K and B's N to one of 256 >= BLOCK_N
-            a = tl.load(a_ptrs, mask=offs_m[:, None] < M, other=0.0)  # constant along K: 16-byte copies
-            b = tl.load(b_ptrs)  # whole tiles of B: no mask across its contiguous dimension
-        else:
-            a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k), other=0.0)
-            b = tl.load(b_ptrs, mask=(offs_k[:, None] < K - k) & (offs_n[None, :] < N), other=0.0)
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < K - k) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
@@ -78,7 +71,6 @@ CONFIG = {
     "BLOCK_N": 64,
     "BLOCK_K": 32,
     "GROUP_M": 1,
-    "PAD_ALIGN": 0,
     "num_warps": 4,
     "num_stages": 1,
 }
@@ -90,7 +82,6 @@ SPACE = {
     "BLOCK_N": [64, 128, 256],
     "BLOCK_K": [32, 64, 128],
     "GROUP_M": [1, 8],
-    "PAD_ALIGN": [0, 1],
     "num_warps": [4, 8],
     "num_stages": [1, 3, 4, 5],
 }
@@ -124,19 +115,11 @@ def make_inputs(shape, seed, device):
     return a, b
 
 
-K_ALIGN, N_ALIGN = 128, 256  # PAD_ALIGN's K' and N' multiples: BLOCK_K's and BLOCK_N's largest values
-
-
-def launch(inputs, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, PAD_ALIGN, num_warps, num_stages, maxnreg=None):
+def launch(inputs, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, maxnreg=None):
     a, b = inputs
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-    if PAD_ALIGN:  # fresh zero-padded copies on every call (the inputs are never written)
-        k_pad = triton.cdiv(K, K_ALIGN) * K_ALIGN
-        a = torch.nn.functional.pad(a, (0, k_pad - K))
-        b = torch.nn.functional.pad(b, (0, triton.cdiv(N, N_ALIGN) * N_ALIGN - N, 0, k_pad - K))
-        K = k_pad
     grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
     matmul_kernel[grid](
         a,
@@ -155,7 +138,6 @@ def launch(inputs, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, PAD_ALIGN, num_warps, num
         BLOCK_N=BLOCK_N,
         BLOCK_K=BLOCK_K,
         GROUP_M=GROUP_M,
-        PAD_ALIGN=PAD_ALIGN,
         num_warps=num_warps,
         num_stages=num_stages,
         maxnreg=maxnreg,

@@ -382,7 +382,7 @@ def _shape_seeds(p: Problem, count: int, ranked: list[Config]) -> list[Config]:
     t = tile_keys(p.config)
     shape_keys = [k for k in (t.m, t.n, t.k, t.block) if k]
     if not shape_keys:
-        # Knobs the tile-shape model does not name (a CUDA task's BLOCK_X/BLOCK_Y/USE_TILE): start from
+        # Knobs the tile-shape model does not name (a CUDA task's BLOCK_X/BLOCK_Y): start from
         # the one-knob steps around the start config. Before this, every config had the same empty "tile
         # shape" and round 0 held one config (the H200 suite run timed transpose_cuda's 8x1 block alone).
         steps = (c for c in _neighbours(dict(p.config), p.space, p.dot) if not prune_reasons(c, p))

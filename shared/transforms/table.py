@@ -17,6 +17,7 @@ from shared.transforms import (
     chunk_max,
     cuda_launch_bounds,
     cuda_smem_pad,
+    cuda_tiled_transpose,
     even_k,
     eviction_policy,
     exp2_fold,
@@ -29,6 +30,7 @@ from shared.transforms import (
     sparse_block_skip,
     split_k,
     split_key_loop,
+    tiled_transpose,
     tma_loads,
     two_stage_reduce,
 )
@@ -47,6 +49,7 @@ TABLE: tuple[Transform, ...] = (
     split_key_loop.TRANSFORM,  # attention: unmasked full key tiles, masked diagonal/boundary tiles
     sparse_block_skip.TRANSFORM,  # block-sparse attention: branch over blocks the layout masks out
     chunk_max.TRANSFORM,  # online softmax/logsumexp rows: chunk max first, one rescale exp per chunk
+    tiled_transpose.TRANSFORM,  # row/column kernels: TILE rows per program, 2-D tiles joined by tl.trans
     eviction_policy.TRANSFORM,  # streaming loads: evict_first keeps L2 for the data that is reused
     two_stage_reduce.TRANSFORM,  # atomics on one address -> per-program partials + a fixed-order sum
     cuda_launch_bounds.TRANSFORM,  # CUDA C++: registers allocated for the real block size
@@ -54,6 +57,7 @@ TABLE: tuple[Transform, ...] = (
     tma_loads.TRANSFORM,  # Hopper GEMM: A/B tiles through TMA tensor descriptors (cp.async.bulk.tensor)
     relayout_intermediate.TRANSFORM,  # cross-kernel: an intermediate allocated so its consumer's lanes read contiguously
     fuse_epilogue.TRANSFORM,  # cross-kernel: an elementwise consumer kernel folded into its producer's store
+    cuda_tiled_transpose.TRANSFORM,  # CUDA C++: a naive transpose's copy staged through a shared tile
 )
 BY_NAME: dict[str, Transform] = {t.spec.name: t for t in TABLE}
 

@@ -48,9 +48,9 @@ def test_dry_run_writes_rows_that_say_not_measured(tmp_path: Path) -> None:
         assert row["before"] is None and row["after"] is None and row["speedup"] is None
         assert row["funnel"]["compiled_start"] == 1, row["notes"]
         assert row["search"].startswith("not run (dry run)")
-    # SPACE sizes are products of the tasks' SPACE lists: 3 x 3 x 3 x 2 x 2 x 4 and 2 x 4 x 6.
+    # SPACE sizes are products of the tasks' SPACE lists: 3 x 3 x 3 x 2 x 2 x 4 and 4 x 6 (USE_TILE gone).
     assert rows["l2_matmul_square"]["funnel"]["space"] == 432
-    assert rows["l1_transpose_cuda"]["funnel"]["space"] == 48
+    assert rows["l1_transpose_cuda"]["funnel"]["space"] == 24
     assert 0 < rows["l2_matmul_square"]["funnel"]["static_pass"] < 432  # the planner prunes some
     assert (
         rows["l2_matmul_square"]["level"] == "L2" and rows["l2_matmul_square"]["target"] == ">= 0.95x matmul"

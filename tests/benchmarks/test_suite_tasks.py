@@ -29,8 +29,8 @@ ALTERNATES = {
     # the transformation that reaches its token-major variant.
     # l1_col_reduce's row split and l1_cross_entropy's chunk max are transformations now (split_k,
     # chunk_max), checked on these tasks by tests/transforms/test_suite_variants.py.
-    # Padded copies, K' = 128 (micro k = 51 and every edge k): unmasked K slices of 32 and of 128.
-    "l2_matmul_irregular": [{"PAD_ALIGN": 1}, {"PAD_ALIGN": 1, "BLOCK_K": 128, "BLOCK_N": 64}],
+    # l2_matmul_irregular's PAD_ALIGN is aligned_copies extents=1 now (tests/transforms/test_memory_transforms.py,
+    # tests/benchmarks/test_irregular_pad_align.py).
     # The attention tasks hold their straightforward kernel only (issue 20): the split key loop they used
     # to carry as SPLIT_MASK = 1 is the split_key_loop transformation, checked on micro + edge shapes in
     # tests/transforms/test_attention_transforms.py.
@@ -82,8 +82,8 @@ def test_task_loads_and_is_correct_on_cpu(path: Path) -> None:
     assert any(1 in d for d in dims), f"{meta.name}: no tiny edge shape"
     assert any(any(v > 1 and v % 2 for v in d) for d in dims), f"{meta.name}: no odd-sized edge shape"
     if meta.kind == "cuda":
-        manifest = load_task(path)  # raises TaskError listing every bad part
-        _compile_cuda_variants(path, manifest.space)
+        load_task(path)  # raises TaskError listing every bad part
+        _compile_cuda(path)
         return
     # run_correctness loads the task with load_task first: a bad part is refused there (ToolFailure).
     out = _correctness(path, ["micro", "edge"])
@@ -96,7 +96,7 @@ def test_task_loads_and_is_correct_on_cpu(path: Path) -> None:
         assert out.passed, f"{alt}: {out.summary}"
 
 
-def _compile_cuda_variants(path: Path, space: dict) -> None:
+def _compile_cuda(path: Path) -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc not on PATH: the CUDA task's source cannot be checked on this machine")
 
@@ -114,19 +114,17 @@ def _compile_cuda_variants(path: Path, space: dict) -> None:
     work = Path(subprocess.check_output(["mktemp", "-d"], text=True).strip())
     try:
         (work / "k.cu").write_text(src)
-        for tile in space.get("USE_TILE", [0]):
-            defs = [f"-DUSE_TILE={tile}", "-DBLOCK_X=32", "-DBLOCK_Y=8"]
-            r = subprocess.run(
-                ["nvcc", "-arch=sm_90a", "-ptx", *defs, "k.cu", "-o", f"k{tile}.ptx"],
-                cwd=work,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
-            assert r.returncode == 0, r.stderr
-            ptx = (work / f"k{tile}.ptx").read_text()
-            assert re.search(rf"\.entry {name}\(", ptx), f'no unmangled entry {name} (extern "C")'
+        r = subprocess.run(
+            ["nvcc", "-arch=sm_90a", "-ptx", "-DBLOCK_X=32", "-DBLOCK_Y=8", "k.cu", "-o", "k.ptx"],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert r.returncode == 0, r.stderr
+        ptx = (work / "k.ptx").read_text()
+        assert re.search(rf"\.entry {name}\(", ptx), f'no unmangled entry {name} (extern "C")'
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

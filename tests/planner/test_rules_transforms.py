@@ -117,3 +117,25 @@ def test_the_stripped_suite_rows_get_the_transformations_that_replace_their_remo
     assert stacked
     text, _ = apply_changes(ce.read_text(), stacked[0].changes)  # type: ignore[misc]
     assert "tl.maximum(m_chunk, tl.max(x, axis=0))" in text and "tl.exp(" not in text
+
+
+def test_transpose_findings_get_the_tiled_transpose_that_fits_the_language() -> None:
+    """A naive transpose's finding is answered by both tiled transposes; each refuses the other language,
+    so a CUDA task gets cuda_tiled_transpose and a Triton task tiled_transpose, through the patcher."""
+    for path, kernel, pattern, want, other in (
+        (ROOT / "benchmarks/tasks/l1_transpose_cuda.py", "transpose", "transposed_access_no_staging",
+         "cuda_tiled_transpose", "tiled_transpose refused: the task has no @triton.jit kernel"),
+        (ROOT / "tests/transforms/tasks/transpose_rows.py", "transpose_rows", "uncoalesced_strided_access",
+         "tiled_transpose", "cuda_tiled_transpose refused: not a CUDA C++ task"),
+    ):
+        src = path.read_text()
+        ctx = PlannerContext(kernel=kernel, kernel_class="memory", task=read_task(str(path), src), has_dot=False,
+                             findings=[Finding(pattern=pattern, severity="high", score=0.9,
+                                               locations=[f"{path.name}:12"])])
+        plan = RulesPolicy().plan(ctx)
+        proposed = [c for c in plan.candidates if _transforms(c.changes)]
+        assert proposed and all(_transforms(c.changes) == [want] for c in proposed), plan.candidates
+        for c in proposed:
+            got = apply_changes(src, c.changes)
+            assert not isinstance(got, PatchRejected), got.summary()
+        assert other in plan.analysis, plan.analysis

@@ -78,6 +78,6 @@ def test_a_one_knob_local_optimum_gets_one_round_of_pattern_moves_then_the_searc
 
 def test_size_knobs_are_never_switches_whatever_their_value_count() -> None:
     p = _problem("l1_transpose_cuda")
-    assert switches(p) == ["USE_TILE"]  # BLOCK_X has 4 values but is a size
+    assert switches(p) == []  # BLOCK_X has 4 values but is a size (USE_TILE is now cuda_tiled_transpose)
     p = _problem("l3_pipeline")
     assert switches(p) == []  # ATT_BLOCK_M, FFN_BLOCK_K, ... are sizes; its X_LAYOUT switch is gone (issue 20)

@@ -13,6 +13,7 @@ from services.planner.search import programs_from
 from services.toolrunner.launch_grid import run
 from services.toolrunner.tool import ToolFailure
 from shared.tools.grid import MAX_CONFIGS, LaunchGridInput
+from shared.transforms.base import Refused
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "benchmarks" / "tasks"
@@ -65,14 +66,21 @@ def test_make_inputs_or_launch_that_needs_real_data_says_so_per_config() -> None
     assert programs_from([{}], out.results) == {}
 
 
-def test_a_cuda_task_records_grid_and_block_from_its_own_launch_on_fake_cuda_tensors() -> None:
-    # rows = cols = 16384: naive (USE_TILE 0) grid cdiv(16384, 32) x cdiv(16384, 8) = 512 x 2048 blocks of
-    # 32 x 8 threads; tiled (USE_TILE 1) steps BLOCK_X rows per block: 512 x 512.
-    cfgs = [{}, {"USE_TILE": 1}]
-    out = run(LaunchGridInput(task_path=str(TASKS / "l1_transpose_cuda.py"), configs=cfgs))
-    naive, tiled = out.results
+def test_a_cuda_task_records_grid_and_block_from_its_own_launch_on_fake_cuda_tensors(tmp_path) -> None:
+    # rows = cols = 16384: the naive kernel's grid cdiv(16384, 32) x cdiv(16384, 8) = 512 x 2048 blocks of
+    # 32 x 8 threads; its cuda_tiled_transpose candidate steps BLOCK_X rows per block: 512 x 512.
+    from shared.transforms.table import apply
+
+    path = TASKS / "l1_transpose_cuda.py"
+    got = apply(path.read_text(), "cuda_tiled_transpose")
+    assert not isinstance(got, Refused), got
+    cand = tmp_path / "l1_transpose_cuda_tiled.py"
+    cand.write_text(got.source)
+    (naive,) = run(LaunchGridInput(task_path=str(path))).results
+    (tiled,) = run(LaunchGridInput(task_path=str(cand))).results
     assert naive.grids == [[512, 2048, 1]] and naive.blocks == [[32, 8, 1]] and naive.programs == [1048576]
-    assert tiled.grids == [[512, 512, 1]] and naive.kernels == tiled.kernels == ["transpose"]
+    assert tiled.grids == [[512, 512, 1]] and tiled.blocks == [[32, 8, 1]]
+    assert naive.kernels == tiled.kernels == ["transpose"]
 
 
 @pytest.mark.parametrize(

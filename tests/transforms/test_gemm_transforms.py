@@ -122,7 +122,7 @@ def test_aligned_copies_then_even_k_vectorise_the_odd_k_gemm(tmp_path: Path, com
     assert not isinstance(two, Refused), two
     cand = tmp_path / "irregular_aligned_even_k.py"
     cand.write_text(two.source)
-    out = correct(IRREGULAR, cand, SMALL | {"GROUP_M": 1, "PAD_ALIGN": 0})  # micro 67 x 45 x 51, 3 edges
+    out = correct(IRREGULAR, cand, SMALL | {"GROUP_M": 1})  # micro 67 x 45 x 51, 3 edges
     assert out.passed, out.summary
 
     def vec(ptx: str) -> int:
@@ -133,6 +133,40 @@ def test_aligned_copies_then_even_k_vectorise_the_odd_k_gemm(tmp_path: Path, com
     assert isinstance(again, Refused) and "already defines aligned_rows" in again.reason
     got = apply((ROOT / "benchmarks/tasks/l1_gelu.py").read_text(), "aligned_copies")
     assert isinstance(got, Refused) and "together with `t.stride(0)`" in got.reason
+
+
+@pytest.mark.parametrize("then", [[], ["even_k"]])
+def test_aligned_extents_reproduce_the_removed_pad_align_variant(tmp_path: Path, then: list[str]) -> None:
+    """l2_matmul_irregular's former PAD_ALIGN=1 (zero-padded A to M x K', B to K' x N', no masks across the
+    padded dims) from the stripped task: aligned_copies extents=1 rounds K and N up and hands the kernel
+    views into zero buffers; correct in the interpreter at micro 67 x 45 x 51 and the edges (1 x 1 x 1,
+    257 x 131 x 77, 3 x 200 x 300), with tiles that leave partial K and N tiles. Its PTX is
+    tests/benchmarks/test_irregular_pad_align.py's."""
+    got = apply((ROOT / IRREGULAR).read_text(), "aligned_copies", {"extents": 1, "align": 64})
+    assert not isinstance(got, Refused), got
+    assert "K_aligned = -(-K // 64) * 64" in got.source and "c = aligned_extents(c, 64, copy=False)" in got.source
+    src = got.source
+    for name in then:
+        nxt = apply(src, name)
+        assert not isinstance(nxt, Refused), nxt
+        src = nxt.source
+    cand = tmp_path / "irregular_extents.py"
+    cand.write_text(src)
+    for cfg in ({"BLOCK_K": 16}, {"BLOCK_K": 32, "BLOCK_N": 32}):
+        out = correct(IRREGULAR, cand, SMALL | {"GROUP_M": 1} | cfg)
+        assert out.passed, out.summary
+
+
+def test_aligned_extents_refuse_kernels_where_zeros_are_not_neutral() -> None:
+    src = (ROOT / IRREGULAR).read_text()
+    relu = src.replace("        acc = tl.dot(a, b, acc)\n", "        a = tl.maximum(a, 0.5)\n        acc = tl.dot(a, b, acc)\n")
+    assert relu != src
+    got = apply(relu, "aligned_copies", {"extents": 1})
+    assert isinstance(got, Refused) and "is used outside tl.dot" in got.reason, got
+    got = apply((ROOT / "benchmarks/tasks/l2_matmul_bias_gelu.py").read_text(), "aligned_copies", {"extents": 1})
+    assert isinstance(got, Refused), got
+    plain = apply(src, "aligned_copies", {"extents": 0})  # extents=0 keeps the sizes: no helper for them
+    assert not isinstance(plain, Refused) and "aligned_extents" not in plain.source
 
 
 @pytest.mark.parametrize(("task", "config"), [
