@@ -21,6 +21,7 @@ from services.planner.patcher import TaskSource
 from shared.gpu_facts import H200, GpuFacts
 from shared.kernel_classes import classify_kernel, order_triples
 from shared.messages import ChangeDescription, Scalar, StateTriple
+from shared.space_list import domains, is_list
 from shared.tokens import TOKEN_LIMIT, count_tokens, truncate_lines
 from shared.tools.decompose import Decomposition, Finding
 from shared.tools.task import TaskManifest
@@ -36,12 +37,13 @@ class TaskView(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     kernels: list[str]  # @triton.jit functions, in file order
     primary: str
     config: dict[str, Scalar]
-    space: dict[str, list[Scalar]]
+    space: dict[str, list[Scalar]]  # key -> values; for a list SPACE each key's listed values
     shapes: dict[str, dict[str, int]]
     dtype: str
     edge_shapes: list[dict[str, int]] = []  # SHAPES["edge"]
     precision: str
     source: str = ""  # the file's text (rules read line references from it; never rendered whole)
+    space_configs: list[dict[str, Scalar]] = []  # SPACE given as a list of configs (shared/space_list.py)
 
 
 class ComputedConfig(ValueError):
@@ -94,7 +96,9 @@ def read_task(path: str, source: str, evaluated: TaskManifest | None = None) -> 
     if evaluated is not None and "CONFIG" in computed:
         lits["CONFIG"] = dict(evaluated.config)
     if evaluated is not None and "SPACE" in computed:
-        lits["SPACE"] = dict(evaluated.space)
+        lits["SPACE"] = list(evaluated.space_configs) if evaluated.space_configs else dict(evaluated.space)
+    space = lits.get("SPACE")
+    entries = [dict(e) for e in space if isinstance(e, dict)] if is_list(space) else []  # type: ignore[union-attr]
     config = lits.get("CONFIG")
     names = {n.name for n in src.tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     if config is None and {"Model", "get_inputs", "get_init_inputs"} <= names:
@@ -111,7 +115,8 @@ def read_task(path: str, source: str, evaluated: TaskManifest | None = None) -> 
         kernels=kernels,
         primary=_declared_primary(src.tree) or (kernels[0] if kernels else ""),
         config=config,
-        space=lits.get("SPACE") if isinstance(lits.get("SPACE"), dict) else {},  # type: ignore[arg-type]
+        space=domains(entries) if entries else space if isinstance(space, dict) else {},  # type: ignore[arg-type]
+        space_configs=entries,
         shapes={k: v for k, v in shapes.items() if isinstance(v, dict)},  # type: ignore[union-attr]
         edge_shapes=[e for e in shapes.get("edge", []) if isinstance(e, dict)],  # type: ignore[union-attr]
         dtype=str(lits.get("DTYPE", "float32")),
@@ -253,7 +258,7 @@ def render(ctx: PlannerContext, max_attempts: int = 12) -> str:
             f"precision {ctx.task.precision}"
         ),
         f"config {ctx.task.config}",
-        f"space {ctx.task.space}",
+        f"space {ctx.task.space_configs or ctx.task.space}",
         f"best config so far {ctx.best_config}",
     ]
     if ctx.triples:

@@ -24,6 +24,7 @@ from services.planner.policies.base import Plan, Policy
 from services.planner.search import all_configs, programs_from
 from shared.ids import new_id
 from shared.messages import Candidate, JobUpdate, StateTriple, ToolResult, Verdict
+from shared.space_list import points
 from shared.tools.decompose import Decomposition
 from shared.tools.grid import MAX_CONFIGS as MAX_GRID_CONFIGS
 from shared.tools.grid import LaunchGridOutput
@@ -262,8 +263,10 @@ class Planner:
         if task.sha256 in self._programs:
             return self._programs[task.sha256]
         got: dict[str, int] = {}
-        if task.space and math.prod(len(v) for v in task.space.values()) <= MAX_GRID_CONFIGS:
-            configs = all_configs(task.space, task.config)
+        listed = points(task.config, task.space_configs)
+        if (listed and len(listed) <= MAX_GRID_CONFIGS) or (
+                not listed and task.space and math.prod(len(v) for v in task.space.values()) <= MAX_GRID_CONFIGS):
+            configs = listed or all_configs(task.space, task.config)
             r = await self.io.call_tool("launch_grid", {"task_path": task.path, "configs": configs})
             if r.ok and r.result is not None:
                 try:
@@ -308,7 +311,7 @@ class Planner:
         for i, cp in enumerate(plan.candidates):
             got = make_candidate(
                 self.root, s.task_path, source, cp.changes, version=s.next_version + len(out),
-                config=task.config, space=task.space,
+                config=task.config, space=task.space_configs or task.space,
             )
             if isinstance(got, PatchRejected):
                 rejected.append(f"rejected plan candidate {i}: {got.summary()}"[:400])

@@ -24,6 +24,7 @@ from pathlib import Path
 import msgspec
 
 from shared.messages import ChangeDescription, Scalar
+from shared.space_list import is_list, points
 from shared.transforms.base import Refused
 from shared.transforms.table import apply as apply_transform
 
@@ -154,6 +155,17 @@ class TaskSource:
         except ValueError:
             return None
         return value if isinstance(value, dict) else None
+
+    def space_entries(self) -> list[dict] | None:
+        """SPACE given as a literal list of configs (autotune-style); None when it is not one."""
+        node = self.space_node
+        if node is None:
+            return None
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            return None
+        return [dict(e) for e in value if isinstance(e, dict)] if isinstance(value, (list, tuple)) else None
 
     def function(self, name: str) -> ast.FunctionDef | None:
         for node in self.tree.body:
@@ -423,7 +435,7 @@ def apply_changes(
     changes: list[ChangeDescription],
     filename: str = "task.py",
     config: dict[str, Scalar] | None = None,
-    space: dict | None = None,
+    space: dict | list | None = None,
 ) -> tuple[str, dict[str, Scalar]] | PatchRejected:
     """The patched source and its CONFIG, or every reason the changes do not apply.
 
@@ -468,7 +480,7 @@ def _apply_spans(
     changes: list[ChangeDescription],
     filename: str = "task.py",
     evaluated_config: dict[str, Scalar] | None = None,
-    evaluated_space: dict | None = None,
+    evaluated_space: dict | list | None = None,
 ) -> tuple[str, dict[str, Scalar]] | PatchRejected:
     try:
         src = TaskSource(source, filename)
@@ -489,8 +501,12 @@ def _apply_spans(
     if computed and evaluated_config is not None:
         config = dict(evaluated_config)
     space = src.literal("SPACE")
-    if space is None and src.computed("SPACE") and evaluated_space is not None:
-        space = dict(evaluated_space)
+    entries = src.space_entries()  # a list SPACE: the result must be one of its configs
+    if space is None and entries is None and src.computed("SPACE") and evaluated_space is not None:
+        if is_list(evaluated_space):
+            entries = [dict(e) for e in evaluated_space]
+        else:
+            space = dict(evaluated_space)
     new_config = dict(config) if config is not None else None
     for i, ch in enumerate(changes):
         if ch.change in CONFIG_ONLY:
@@ -546,6 +562,15 @@ def _apply_spans(
             continue
         got = handler(src, i, ch)
         (errors if isinstance(got, PatchError) else spans).append(got)  # type: ignore[arg-type]
+    if entries is not None and new_config is not None and config is not None and new_config != config:
+        allowed = points(config, entries)
+        if new_config not in allowed:
+            close = difflib.get_close_matches(format_config(new_config), [format_config(c) for c in allowed], 1, 0)
+            errors.append(PatchError(
+                change_index=len(changes) - 1, change=_kind(changes, len(changes) - 1),
+                reason=f"config {format_config(new_config)} is not one of SPACE's {len(allowed)} listed configs "
+                "(SPACE is a list: change the knobs together to one of its entries)",
+                nearest=close[0] if close else ""))
     if new_config is not None and new_config != config and computed:
         sep = "" if source.endswith("\n") else "\n"
         spans.append(_Span(len(source), len(source), f"{sep}{CONFIG_OVERRIDE}CONFIG = "
@@ -609,7 +634,7 @@ def make_candidate(
     changes: list[ChangeDescription],
     version: int,
     config: dict[str, Scalar] | None = None,
-    space: dict | None = None,
+    space: dict | list | None = None,
 ) -> CandidateVersion | PatchRejected:
     """Apply `changes` to the parent and store the result at <root>/<sha256>/task.py (write-once);
     `config`/`space` as in apply_changes."""
