@@ -43,6 +43,7 @@ EXPECTED: dict[str, str] = {
     "CPU_DTYPE": 'CPU_DTYPE = "float32"  # optional: dtype of the CPU-interpreter twin (bf16 tasks)',
     "TOLERANCE": 'TOLERANCE = {"float16": [1e-2, 1e-2]}  # dtype -> [atol, rtol]; cover DTYPE and CPU_DTYPE',
     "PRECISION": 'PRECISION = "exact"  # one of ' + ", ".join(PRECISIONS),
+    "INPLACE": "INPLACE = (0,)  # optional: indices into make_inputs()'s tuple that launch() writes in place",
     "make_inputs": "def make_inputs(shape: dict, seed: int, device: str) -> tuple[torch.Tensor, ...]: ...",
     "launch": "def launch(inputs: tuple, **config) -> torch.Tensor | tuple: ...",
     "reference": "def reference(inputs: tuple) -> torch.Tensor | tuple: ...",
@@ -256,6 +257,22 @@ def _dtype_parts(module: ModuleType, problems: list[str]) -> tuple[str, str, dic
     return dtype, cpu_dtype, tolerance, precision
 
 
+def _inplace(module: ModuleType, problems: list[str]) -> list[int]:
+    v = getattr(module, "INPLACE", ())
+    if isinstance(v, int) and not isinstance(v, bool):
+        problems.append(_bad("INPLACE", f"{v!r} is an int, not a tuple of them (write INPLACE = ({v},))"))
+        return []
+    if not isinstance(v, (tuple, list)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        problems.append(_bad("INPLACE", f"{v!r} is not a tuple of input indices (names are not accepted: "
+                                        "inputs are make_inputs()'s tuple, by position)"))
+        return []
+    if bad := [i for i in v if i < 0]:
+        problems.append(_bad("INPLACE", f"negative indices {bad}; count from 0"))
+    if len(set(v)) != len(v):
+        problems.append(_bad("INPLACE", f"indices repeat: {list(v)}"))
+    return list(v)
+
+
 def _functions(module: ModuleType, config: dict[str, Any], problems: list[str]) -> set[str]:
     """The function parts that are present and callable as expected."""
     ok = set()
@@ -357,6 +374,7 @@ def describe(module: ModuleType, path: str, sha256: str) -> tuple[TaskManifest |
     shapes = _shapes(module, problems)
     dtype, cpu_dtype, tolerance, precision = _dtype_parts(module, problems)
     good_fns = _functions(module, config, problems)
+    inplace = _inplace(module, problems)
     has_constraint = _constraint(module, config, shapes, problems)
     has_formulas = {"flops", "bytes_moved"} <= good_fns
     costs = _costs(module, shapes, problems) if shapes is not None and has_formulas else []
@@ -378,6 +396,7 @@ def describe(module: ModuleType, path: str, sha256: str) -> tuple[TaskManifest |
         space=space,
         space_configs=space_configs,
         has_constraint=has_constraint,
+        inplace=inplace,
         shapes=shapes,
         dtype=dtype,  # type: ignore[arg-type]
         cpu_dtype=cpu_dtype,

@@ -63,6 +63,9 @@ class TaskManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     space: dict[str, list[Scalar]] = {}
     space_configs: list[dict[str, Scalar]] = []  # a list SPACE's entries (merged over config); [] = product
     has_constraint: bool = False
+    # INPLACE: indices into make_inputs()'s tuple that launch() writes; their values after the call are
+    # outputs, and the tools restore them between calls (examples/README.md, "In-place outputs").
+    inplace: list[int] = []
     shapes: TaskShapes
     dtype: Dtype
     # The dtype CPU correctness runs in: Triton's interpreter cannot do bf16, so a bf16 task's CPU twin

@@ -46,6 +46,10 @@ MAX_REPS = 5000
 ESTIMATE_CALLS = 5  # do_bench's
 
 
+def _nothing() -> None:
+    return None
+
+
 class Nvml:
     """SM clock and clock-event reasons of the device torch uses; every field None when NVML is missing."""
 
@@ -130,6 +134,7 @@ class Plan:
     graph: bool
     calls_per_sample: int
     flush_ms: float = 0.0  # one flush's GPU time, measured with the estimate (sizes the chunks)
+    restored: bool = False  # declared in-place inputs restored before every timed call (INPLACE)
 
 
 def or_masks(a: int | None, b: int | None) -> int | None:
@@ -153,18 +158,21 @@ class Bench:
     def _event(self) -> Any:
         return self.torch.cuda.Event(enable_timing=True)
 
-    def estimate(self, fn: Callable[[], Any]) -> float:
+    def estimate(self, fn: Callable[[], Any], before: Callable[[], Any] = _nothing) -> float:
         """One call's GPU time, taken as the samples are: the first call (it compiles) and the first flush
         (torch loads its fill kernel lazily, ~5 ms on the H200) run untimed, then 5 calls, each after a
         flush and between its own event pair, enqueued without a sync; their median. Also times one flush."""
         torch = self.torch
+        before()
         fn()
         self.flush()
+        before()
         fn()
         torch.cuda.synchronize()
         pairs = [(self._event(), self._event()) for _ in range(ESTIMATE_CALLS)]
         for start, end in pairs:
             self.flush()  # outside the pair, as in every sample
+            before()
             start.record()
             fn()
             end.record()
@@ -176,9 +184,13 @@ class Bench:
         self.flush_ms = f0.elapsed_time(f1)
         return estimate_from_calls([s.elapsed_time(e) for s, e in pairs])
 
-    def plan(self, estimate_ms: float, warmup_ms: float, rep_ms: float, graph_mode: str) -> Plan:
+    def plan(
+        self, estimate_ms: float, warmup_ms: float, rep_ms: float, graph_mode: str, restored: bool = False
+    ) -> Plan:
+        """`restored`: the call's in-place inputs are restored before each timed call, so a graph replays
+        one call (k unrolled calls would run each on the previous call's output)."""
         graph = use_graph(graph_mode, estimate_ms)
-        k = calls_per_graph(estimate_ms) if graph else 1
+        k = calls_per_graph(estimate_ms) if graph and not restored else 1
         return Plan(
             estimate_ms=estimate_ms,
             n_warmup=reps_for_budget(warmup_ms, estimate_ms),
@@ -186,6 +198,7 @@ class Bench:
             graph=graph,
             calls_per_sample=k,
             flush_ms=self.flush_ms,
+            restored=restored,
         )
 
     def as_graph(self, fn: Callable[[], Any], k: int) -> Callable[[], Any]:
@@ -204,20 +217,29 @@ class Bench:
         torch.cuda.synchronize()
         return g.replay
 
-    def run(self, fns: Sequence[Callable[[], Any]], plan: Plan, nvml: Nvml) -> list[Timed]:
+    def run(
+        self,
+        fns: Sequence[Callable[[], Any]],
+        plan: Plan,
+        nvml: Nvml,
+        befores: Sequence[Callable[[], Any]] = (),
+    ) -> list[Timed]:
         """Warm up each callable (flush + call, as sampled), then `n_reps` rounds; round i runs them in
         order, reversed when i is odd (ABBA), each after a flush outside its own event pair.
 
         Rounds go to the GPU in chunks of ~CHUNK_MS: chunk c+1 is enqueued before the host waits for chunk
         c, so the GPU always has queued work and no host delay falls between a sample's events. NVML's
         clock-event reasons are read before the first chunk and as each chunk finishes; every sample of a
-        chunk carries the OR of the two reads around it."""
+        chunk carries the OR of the two reads around it. `befores[j]` runs before each call of fns[j],
+        after the flush and outside the events (restoring in-place inputs)."""
         torch = self.torch
         k = plan.calls_per_sample
+        pre = list(befores) or [_nothing] * len(fns)
         calls = [self.as_graph(f, k) if plan.graph else f for f in fns]
-        for c in calls:
+        for c, b in zip(calls, pre):
             for _ in range(max(1, plan.n_warmup // k)):
                 self.flush()
+                b()
                 c()
         torch.cuda.synchronize()
         per_chunk = rounds_per_chunk(len(calls) * (plan.flush_ms + plan.estimate_ms * k), plan.n_reps)
@@ -230,6 +252,7 @@ class Bench:
                 for j in range(len(calls)) if i % 2 == 0 else reversed(range(len(calls))):
                     start, end = pairs[i][j]
                     self.flush()
+                    pre[j]()
                     start.record()
                     calls[j]()
                     end.record()
@@ -259,6 +282,8 @@ def describe(plan: Plan, interleaved: int = 1) -> str:
         else "one call per sample"
     )
     inter = f"; {interleaved} versions interleaved ABBA in one process" if interleaved > 1 else ""
+    if plan.restored:
+        inter += "; the declared in-place inputs (INPLACE) restored before every timed call, outside the events"
     return (
         f"triton do_bench method: {how}; {FLUSH_BYTES >> 20} MiB buffer zeroed before every timed call "
         f"outside the CUDA event pair; warm-up and reps sized from a {plan.estimate_ms:.4f} ms estimate "

@@ -53,9 +53,10 @@ def single(req: BenchInput) -> BenchOutput:
     call = prepare(req.task_path, req.shape, dict(req.config), req.seed)
     nvml = Nvml(req.gpu)
     bench = Bench()
-    plan = bench.plan(bench.estimate(call), req.warmup_ms, req.rep_ms, req.cuda_graph)
+    plan = bench.plan(bench.estimate(call, call.restore), req.warmup_ms, req.rep_ms, req.cuda_graph,
+                      restored=bool(call.inplace))
     before = nvml.sample()
-    (timed,) = bench.run([call], plan, nvml)
+    (timed,) = bench.run([call], plan, nvml, [call.restore])
     after = nvml.sample()
     samples, dropped, kept_all = _kept(timed)
     stats = summarize(samples)
@@ -80,9 +81,10 @@ def ab(req: BenchABInput) -> BenchABOutput:
     nvml = Nvml(req.gpu)
     bench = Bench()
     # Size both sides by the slower one so each gets at least rep_ms of samples.
-    plan = bench.plan(max(bench.estimate(a), bench.estimate(b)), req.warmup_ms, req.rep_ms, req.cuda_graph)
+    plan = bench.plan(max(bench.estimate(a, a.restore), bench.estimate(b, b.restore)), req.warmup_ms,
+                      req.rep_ms, req.cuda_graph, restored=bool(a.inplace or b.inplace))
     before = nvml.sample()
-    ta, tb = bench.run([a, b], plan, nvml)
+    ta, tb = bench.run([a, b], plan, nvml, [a.restore, b.restore])
     after = nvml.sample()
     # Drop a round from both sides when either was capped, so the pairs stay comparable.
     masks = [
