@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.toolrunner.graph_capture import decide_graph, sync_refusal
 from services.toolrunner.timing_stats import (
     CHUNK_MS,
     calls_per_graph,
@@ -34,7 +35,6 @@ from services.toolrunner.timing_stats import (
     reason_names,
     reps_for_budget,
     rounds_per_chunk,
-    use_graph,
 )
 from shared.messages import Provenance
 from shared.tools.bench import ClockSample
@@ -135,6 +135,7 @@ class Plan:
     calls_per_sample: int
     flush_ms: float = 0.0  # one flush's GPU time, measured with the estimate (sizes the chunks)
     restored: bool = False  # declared in-place inputs restored before every timed call (INPLACE)
+    graph_fallback: str = ""  # why no CUDA graph was replayed though the mode asked for one, in full
 
 
 def or_masks(a: int | None, b: int | None) -> int | None:
@@ -185,11 +186,18 @@ class Bench:
         return estimate_from_calls([s.elapsed_time(e) for s, e in pairs])
 
     def plan(
-        self, estimate_ms: float, warmup_ms: float, rep_ms: float, graph_mode: str, restored: bool = False
+        self,
+        estimate_ms: float,
+        warmup_ms: float,
+        rep_ms: float,
+        graph_mode: str,
+        restored: bool = False,
+        refusal: Callable[[], str] = lambda: "",
     ) -> Plan:
         """`restored`: the call's in-place inputs are restored before each timed call, so a graph replays
-        one call (k unrolled calls would run each on the previous call's output)."""
-        graph = use_graph(graph_mode, estimate_ms)
+        one call (k unrolled calls would run each on the previous call's output). `refusal`: why the call
+        cannot be captured ("" = it can), asked only when the mode wants a graph (graph_refusal)."""
+        graph, fallback = decide_graph(graph_mode, estimate_ms, refusal)
         k = calls_per_graph(estimate_ms) if graph and not restored else 1
         return Plan(
             estimate_ms=estimate_ms,
@@ -199,7 +207,36 @@ class Bench:
             calls_per_sample=k,
             flush_ms=self.flush_ms,
             restored=restored,
+            graph_fallback=fallback,
         )
+
+    def graph_refusal(
+        self, fn: Callable[[], Any], task_file: str, before: Callable[[], Any] = _nothing
+    ) -> str:
+        """Why `fn` cannot be replayed from a CUDA graph ("" = it can): one call under torch's sync debug
+        mode "error" (a host sync raises instead of waiting: `.item()`, `.cpu()`, a blocking copy), then
+        a trial capture of one call. Either failure is reported whole (graph_capture.py)."""
+        torch = self.torch
+        previous = torch.cuda.get_sync_debug_mode()
+        torch.cuda.synchronize()
+        try:
+            before()
+            torch.cuda.set_sync_debug_mode("error")
+            fn()
+        except Exception as e:  # noqa: BLE001 - user code: the error is the reason
+            return sync_refusal(e, task_file, "synchronises with the host")
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+        try:
+            before()
+            self.as_graph(fn, 1)
+        except Exception as e:  # noqa: BLE001
+            try:
+                torch.cuda.synchronize()  # a failed capture is not sticky; this clears its pending work
+            except Exception:  # noqa: BLE001, S110 - the reason below is what matters
+                pass
+            return sync_refusal(e, task_file, "cannot be captured in a CUDA graph")
+        return ""
 
     def as_graph(self, fn: Callable[[], Any], k: int) -> Callable[[], Any]:
         """A replay of `k` unrolled calls captured in one CUDA graph (do_bench_cudagraph's approach)."""
@@ -279,6 +316,7 @@ def describe(plan: Plan, interleaved: int = 1) -> str:
         f"CUDA graph replay of {plan.calls_per_sample} calls per sample (L2 flushed before each replay, "
         "so only its first call starts cold)"
         if plan.graph
+        else f"one call per sample ({plan.graph_fallback})" if plan.graph_fallback
         else "one call per sample"
     )
     inter = f"; {interleaved} versions interleaved ABBA in one process" if interleaved > 1 else ""
