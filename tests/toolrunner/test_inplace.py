@@ -12,7 +12,7 @@ import pytest
 from services.toolrunner.correctness import run
 from services.toolrunner.tasks import TaskError, load_task
 from services.toolrunner.workers._task_call import prepare
-from services.toolrunner.workers._tensors import call_outputs, inplace_problem
+from services.toolrunner.workers._tensors import call_outputs, declared_indices, inplace_problem
 from shared.tools.run import RunCorrectnessInput
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
@@ -80,6 +80,8 @@ def test_the_outputs_of_an_in_place_call() -> None:
     assert call_outputs(out, (x, y), (0,), "reference") == [out]  # the expected value, returned
     assert call_outputs(None, (x, y), (0,), "reference") == [x]  # or written into its own copy
     assert call_outputs(None, (x, y), (), "launch") is None  # without INPLACE nothing is no output
+    assert declared_indices((x, y, y), (1,)) == [1, 2]  # f(x, y, y) in place: y's alias is declared too
+    assert declared_indices((x, y, y), ()) == []
 
 
 _TORCH_TASK = """

@@ -46,3 +46,11 @@ def call_outputs(value: Any, inputs: Any, inplace: Sequence[int], role: str) -> 
     if returned is None:
         return None
     return written + [t for t in returned if not any(t is w for w in written)]
+
+
+def declared_indices(inputs: Any, inplace: Sequence[int]) -> list[int]:
+    """INPLACE and every other input that is the same tensor as a declared one (f(x, y, y) in place: y
+    is passed twice, declared once): the inputs a call may write without it counting as a side effect."""
+    items = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+    declared = [items[i] for i in inplace if 0 <= i < len(items)]
+    return sorted({*inplace, *(i for i, x in enumerate(items) if any(x is d for d in declared))})

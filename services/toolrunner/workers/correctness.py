@@ -18,7 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from services.toolrunner.workers._io import read_request, write_result
-from services.toolrunner.workers._tensors import call_outputs, inplace_problem
+from services.toolrunner.workers._tensors import call_outputs, declared_indices, inplace_problem
 from shared.messages import Scalar
 
 Role = Literal["candidate", "reference"]
@@ -131,7 +131,8 @@ def _run_case(req: CorrectnessWorkerInput, runtime: Any, case: CaseSpec, out_dir
     if why := inplace_problem(req.inplace, inputs):
         out.reason = f"{why}; fix INPLACE in the task"
         return out
-    untouched = _digest(inputs, req.inplace)[0] if req.inplace else out.input_digest
+    writable = declared_indices(inputs, req.inplace)
+    untouched = _digest(inputs, writable)[0] if writable else out.input_digest
     call = runtime.launch if req.role == "candidate" else runtime.reference
     start = time.perf_counter()
     try:
@@ -143,7 +144,7 @@ def _run_case(req: CorrectnessWorkerInput, runtime: Any, case: CaseSpec, out_dir
         out.reason = f"{what} raised {_last_words(e)}"
         return out
     out.seconds = time.perf_counter() - start
-    out.inputs_modified = _digest(inputs, req.inplace)[0] != untouched
+    out.inputs_modified = _digest(inputs, writable)[0] != untouched
     tensors = call_outputs(value, inputs, req.inplace, "launch" if req.role == "candidate" else "reference")
     if tensors is None:
         out.reason = (f"{'launch' if req.role == 'candidate' else 'reference'} returned "

@@ -26,7 +26,7 @@ import msgspec
 
 from services.toolrunner.tricks import op_recorder
 from services.toolrunner.workers._io import read_request, write_result
-from services.toolrunner.workers._tensors import call_outputs
+from services.toolrunner.workers._tensors import call_outputs, declared_indices
 from shared.messages import Scalar
 
 Role = Literal["candidate", "reference"]
@@ -337,7 +337,8 @@ class CandidateProbe:
         rec = CallRecord(name=name, seed=seed, ok=False)
         self.spy.trial = name
         poison(_nbytes(list(inputs)) + self.previous_outputs, req.device)
-        digest = _digest(inputs, req.inplace)
+        writable = declared_indices(inputs, req.inplace)
+        digest = _digest(inputs, writable)
         threads = set(threading.enumerate())
         launches = self.counter.count if self.counter else 0
         streams_before = len(self.counter.streams) if self.counter else 0
@@ -394,7 +395,7 @@ class CandidateProbe:
         for i, (t, early) in enumerate(zip(tensors, at_return)):
             if not torch.equal(_plain(t), early):
                 rec.findings.append(("late_write", f"output {i} changed after launch returned"))
-        if _digest(inputs, req.inplace) != digest:
+        if _digest(inputs, writable) != digest:
             rec.findings.append(("input_modified", "the call wrote into its inputs"))
         self.previous_outputs = _nbytes(tensors)
         rec.outputs = _save(at_return, self.out_dir, name)
