@@ -65,3 +65,9 @@ def problems(config: Mapping[str, Any], space: Sequence[object]) -> list[str]:
         own = {k: config[k] for k in keys if k in config}
         out.append(f"CONFIG is none of the listed configs; add an entry with CONFIG's values, {own!r}")
     return out
+
+
+def with_knob(entries: Sequence[Mapping[str, Any]], name: str, domain: Sequence[Any]) -> list[dict[str, Any]]:
+    """A list SPACE with a new knob (a transformation's constexpr): every entry with every value of it,
+    so the knob is tuned with each listed config (the dict form's `SPACE[name] = domain`)."""
+    return [{**e, name: v} for e in entries for v in domain]

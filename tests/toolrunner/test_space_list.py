@@ -85,3 +85,12 @@ def test_a_wrong_list_space_is_refused_naming_the_fix(tmp_path: Path, space: str
     assert len(got) == len(needles), got
     for needle, problem in zip(needles, got, strict=True):
         assert problem.startswith(needle) and "; expected: " in problem and "a list of configs" in problem
+
+
+def test_a_new_knob_crosses_every_entry() -> None:
+    from shared.space_list import with_knob
+
+    got = with_knob(LISTED[:2], "SPLIT_K", [1, 2])
+    assert got == [{"BLOCK": 128, "num_warps": 4, "SPLIT_K": 1}, {"BLOCK": 128, "num_warps": 4, "SPLIT_K": 2},
+                   {"BLOCK": 256, "num_warps": 8, "SPLIT_K": 1}, {"BLOCK": 256, "num_warps": 8, "SPLIT_K": 2}]
+    assert problems({**CONFIG, "SPLIT_K": 1}, got) == []
