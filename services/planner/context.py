@@ -3,6 +3,8 @@
 State triples ordered by importance for the kernel class, the decomposer's IR summary (<= 750 tokens, with
 line references) and findings, hardware constraints written as rules, and past attempts with verdicts.
 The task is read from its literals (`CONFIG`, `SPACE`, `SHAPES`, ...) with `ast`; it is never imported.
+A `CONFIG` or `SPACE` computed by code is taken from the toolrunner's `load_task` manifest instead (the
+value the sandboxed import evaluated; `read_task(..., evaluated=manifest)`), never by running it here.
 
 The kernel classes with their importance order (shared/kernel_classes.py) and the token rule
 (shared/tokens.py) live in shared/, so telemetry and the decomposer use the same ones (DESIGN.md, rule 1).
@@ -19,8 +21,10 @@ from services.planner.patcher import TaskSource
 from shared.gpu_facts import H200, GpuFacts
 from shared.kernel_classes import classify_kernel, order_triples
 from shared.messages import ChangeDescription, Scalar, StateTriple
+from shared.space_list import domains, is_list
 from shared.tokens import TOKEN_LIMIT, count_tokens, truncate_lines
 from shared.tools.decompose import Decomposition, Finding
+from shared.tools.task import TaskManifest
 
 AttemptStatus = Literal["pending", "pass", "fail", "timeout", "rejected"]
 
@@ -33,16 +37,39 @@ class TaskView(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     kernels: list[str]  # @triton.jit functions, in file order
     primary: str
     config: dict[str, Scalar]
-    space: dict[str, list[Scalar]]
+    space: dict[str, list[Scalar]]  # key -> values; for a list SPACE each key's listed values
     shapes: dict[str, dict[str, int]]
     dtype: str
     edge_shapes: list[dict[str, int]] = []  # SHAPES["edge"]
     precision: str
     source: str = ""  # the file's text (rules read line references from it; never rendered whole)
+    space_configs: list[dict[str, Scalar]] = []  # SPACE given as a list of configs (shared/space_list.py)
 
 
-def read_task(path: str, source: str) -> TaskView:
-    """Raises ValueError naming the missing part when CONFIG/SPACE/SHAPES are not literals."""
+class ComputedConfig(ValueError):
+    """CONFIG (or SPACE) is assigned by code, not a literal: its value comes from the toolrunner's
+    `load_task` (the sandbox evaluates it); call read_task again with `evaluated=` that manifest."""
+
+
+def _computed(tree: ast.Module, name: str) -> bool:
+    """The last top-level assignment of `name` (the one Python keeps) is not a literal."""
+    last = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            last = node
+    if last is None:
+        return False
+    try:
+        ast.literal_eval(last.value)
+    except ValueError:
+        return True
+    return False
+
+
+def read_task(path: str, source: str, evaluated: TaskManifest | None = None) -> TaskView:
+    """The task's view from its literals. A computed CONFIG/SPACE is taken from `evaluated` (the
+    load_task manifest of this file); without it, ComputedConfig says to ask load_task. Raises
+    ValueError naming the missing part when there is no CONFIG at all."""
     import hashlib
 
     src = TaskSource(source, path)
@@ -52,20 +79,34 @@ def read_task(path: str, source: str) -> TaskView:
         if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
     ]
     lits: dict[str, object] = {}
-    for node in src.tree.body:
+    for node in src.tree.body:  # in file order: a later literal assignment replaces an earlier one
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             try:
                 lits[node.targets[0].id] = ast.literal_eval(node.value)
             except ValueError:
+                lits.pop(node.targets[0].id, None)
                 continue
+    computed = [n for n in ("CONFIG", "SPACE") if _computed(src.tree, n)]
+    if computed and evaluated is None:
+        raise ComputedConfig(
+            f"{path}: {' and '.join(computed)} computed by code: the planner takes "
+            f"{'their values' if len(computed) > 1 else 'its value'} from the toolrunner's load_task "
+            "(read_task(path, source, evaluated=manifest))"
+        )
+    if evaluated is not None and "CONFIG" in computed:
+        lits["CONFIG"] = dict(evaluated.config)
+    if evaluated is not None and "SPACE" in computed:
+        lits["SPACE"] = list(evaluated.space_configs) if evaluated.space_configs else dict(evaluated.space)
+    space = lits.get("SPACE")
+    entries = [dict(e) for e in space if isinstance(e, dict)] if is_list(space) else []  # type: ignore[union-attr]
     config = lits.get("CONFIG")
     names = {n.name for n in src.tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     if config is None and {"Model", "get_inputs", "get_init_inputs"} <= names:
         config = {}  # a KernelBench problem: sizes and launch live in ModelNew; nothing to tune by CONFIG
     if not isinstance(config, dict):  # the user's file is wrong, like every task refusal: ValueError
         raise ValueError(  # noqa: TRY004
-            f"{path}: CONFIG must be a literal dict (e.g. CONFIG = {{'BLOCK': 128, "
-            "'num_warps': 4}) for the planner to tune it"
+            f"{path}: CONFIG must be a dict (a literal such as CONFIG = {{'BLOCK': 128, "
+            "'num_warps': 4}, or code computing one) for the planner to tune it"
         )
     shapes = lits.get("SHAPES") if isinstance(lits.get("SHAPES"), dict) else {}
     return TaskView(
@@ -74,13 +115,22 @@ def read_task(path: str, source: str) -> TaskView:
         kernels=kernels,
         primary=_declared_primary(src.tree) or (kernels[0] if kernels else ""),
         config=config,
-        space=lits.get("SPACE") if isinstance(lits.get("SPACE"), dict) else {},  # type: ignore[arg-type]
+        space=domains(entries) if entries else space if isinstance(space, dict) else {},  # type: ignore[arg-type]
+        space_configs=entries,
         shapes={k: v for k, v in shapes.items() if isinstance(v, dict)},  # type: ignore[union-attr]
         edge_shapes=[e for e in shapes.get("edge", []) if isinstance(e, dict)],  # type: ignore[union-attr]
         dtype=str(lits.get("DTYPE", "float32")),
         precision=str(lits.get("PRECISION", "exact")),
         source=source,
     )
+
+
+def primary_of(path: str, source: str) -> str:
+    """The primary kernel (KERNELS[0], else the first @triton.jit function) without reading CONFIG."""
+    tree = ast.parse(source, filename=path)
+    jit = [n.name for n in tree.body
+           if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)]
+    return _declared_primary(tree) or (jit[0] if jit else "")
 
 
 def _declared_primary(tree: ast.Module) -> str:
@@ -208,7 +258,7 @@ def render(ctx: PlannerContext, max_attempts: int = 12) -> str:
             f"precision {ctx.task.precision}"
         ),
         f"config {ctx.task.config}",
-        f"space {ctx.task.space}",
+        f"space {ctx.task.space_configs or ctx.task.space}",
         f"best config so far {ctx.best_config}",
     ]
     if ctx.triples:

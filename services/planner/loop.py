@@ -18,23 +18,25 @@ from typing import Any, Protocol
 import msgspec
 
 from services.planner import jobs
-from services.planner.context import build_context, read_task
+from services.planner.context import ComputedConfig, TaskView, build_context, primary_of, read_task
 from services.planner.patcher import CandidateVersion, PatchRejected, make_candidate, sha256_text
 from services.planner.policies.base import Plan, Policy
 from services.planner.search import all_configs, programs_from
 from shared.ids import new_id
 from shared.messages import Candidate, JobUpdate, StateTriple, ToolResult, Verdict
+from shared.space_list import points
 from shared.tools.decompose import Decomposition
 from shared.tools.grid import MAX_CONFIGS as MAX_GRID_CONFIGS
 from shared.tools.grid import LaunchGridOutput
+from shared.tools.task import TaskManifest
 
 MAX_TOOL_CALLS = 4  # per plan: a policy that wants more is exploring, not deciding
 
 
 def kernel_of(task_path: str) -> str:
-    """The task's primary kernel (first @triton.jit function), else the file's stem."""
+    """The task's primary kernel (KERNELS[0], else the first @triton.jit function), else the file's stem."""
     try:
-        return read_task(task_path, Path(task_path).read_text()).primary or Path(task_path).stem
+        return primary_of(task_path, Path(task_path).read_text()) or Path(task_path).stem
     except (OSError, ValueError, SyntaxError):
         return Path(task_path).stem
 
@@ -78,6 +80,7 @@ class Planner:
         self.triples: dict[str, list[StateTriple]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._programs: dict[str, dict[str, int]] = {}  # task sha256 -> launch_grid's programs per config
+        self._manifests: dict[str, TaskManifest] = {}  # task sha256 -> load_task's manifest (computed CONFIG)
 
     # ------------------------------------------------------------ entry points
 
@@ -121,7 +124,7 @@ class Planner:
                 return s
             try:
                 source = Path(task_path).read_text()
-                read_task(task_path, source)
+                await self._read_task(task_path, source)
             except (OSError, ValueError, SyntaxError) as e:
                 jobs.finish(s, "failed", f"cannot read task {task_path}: {e}", self.io.now())
                 await self._save_and_tell(s, "task refused")
@@ -195,7 +198,7 @@ class Planner:
 
     async def _round(self, s: jobs.JobState) -> None:
         s.status = "planning"
-        task = read_task(s.base_path, Path(s.base_path).read_text())
+        task = await self._read_task(s.base_path, Path(s.base_path).read_text())
         decomposition = await self.io.analyze(jobs.analysis_path(s), jobs.best_config(s, task.config))
         ctx = build_context(task, s.kernel, decomposition, self.triples.get(s.job_id), jobs.attempts(s))
         ctx.rejected = [n for n in s.notes if n.startswith("rejected")][-6:]
@@ -210,7 +213,7 @@ class Planner:
             jobs.note(s, text[:400])
         if plan.tool_calls:
             ctx.tool_results = await self._tools(plan)
-        versions, rejected = self._patch(s, task.source, plan)
+        versions, rejected = self._patch(s, task, plan)
         for r in rejected:
             jobs.note(s, r)
         budget_left = s.budget.candidates - len(s.candidates)
@@ -234,14 +237,36 @@ class Planner:
         await self._publish_pending(s)
         await self._save_and_tell(s, f"round {s.iteration}: {len(cands)} candidates ({plan.policy})")
 
+    async def _read_task(self, path: str, source: str) -> TaskView:
+        """read_task, asking the toolrunner's load_task for a CONFIG/SPACE computed by code (the planner
+        never imports a task, DESIGN.md rule 4); the manifest is kept per file version."""
+        try:
+            return read_task(path, source)
+        except ComputedConfig:
+            pass
+        key = sha256_text(source)
+        if key not in self._manifests:
+            r = await self.io.call_tool("load_task", {"path": path})
+            if not r.ok or r.result is None:
+                why = f"{r.error.code}: {r.error.message}" if r.error else "no answer"
+                raise ValueError(f"{path}: CONFIG is computed by code and load_task could not evaluate it "
+                                 f"({why}); fix the task, or write CONFIG as a literal dict")
+            try:
+                self._manifests[key] = msgspec.convert(r.result, TaskManifest)
+            except msgspec.ValidationError as e:
+                raise ValueError(f"{path}: load_task answered an invalid manifest: {e}") from None
+        return read_task(path, source, evaluated=self._manifests[key])
+
     async def _launch_programs(self, task: Any) -> dict[str, int]:
         """Programs per config from the launch_grid tool, once per task file version ({} when the tool
         cannot record them: the search then uses its shape model)."""
         if task.sha256 in self._programs:
             return self._programs[task.sha256]
         got: dict[str, int] = {}
-        if task.space and math.prod(len(v) for v in task.space.values()) <= MAX_GRID_CONFIGS:
-            configs = all_configs(task.space, task.config)
+        listed = points(task.config, task.space_configs)
+        if (listed and len(listed) <= MAX_GRID_CONFIGS) or (
+                not listed and task.space and math.prod(len(v) for v in task.space.values()) <= MAX_GRID_CONFIGS):
+            configs = listed or all_configs(task.space, task.config)
             r = await self.io.call_tool("launch_grid", {"task_path": task.path, "configs": configs})
             if r.ok and r.result is not None:
                 try:
@@ -278,13 +303,15 @@ class Planner:
         return out
 
     def _patch(
-        self, s: jobs.JobState, source: str, plan: Plan
+        self, s: jobs.JobState, task: TaskView, plan: Plan
     ) -> tuple[list[tuple[CandidateVersion, str]], list[str]]:
+        source = task.source
         seen = {r.candidate.source_sha256 for r in s.candidates.values()} | {sha256_text(source)}
         out, rejected = [], []
         for i, cp in enumerate(plan.candidates):
             got = make_candidate(
-                self.root, s.task_path, source, cp.changes, version=s.next_version + len(out)
+                self.root, s.task_path, source, cp.changes, version=s.next_version + len(out),
+                config=task.config, space=task.space_configs or task.space,
             )
             if isinstance(got, PatchRejected):
                 rejected.append(f"rejected plan candidate {i}: {got.summary()}"[:400])

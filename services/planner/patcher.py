@@ -3,7 +3,10 @@
 Every change is resolved against the parent source into a span (start, end, new text) first; spans must
 not overlap; they are then applied from the end of the file backwards, so each line reference names a
 line of the parent, whatever the other changes do. Config changes rewrite the literal `CONFIG = {...}`
-dict, so even a config-only candidate is a complete task file the verifier can check on its own.
+dict, so even a config-only candidate is a complete task file the verifier can check on its own. A CONFIG
+computed by code is never rewritten: the patcher appends a literal `CONFIG = {...}` at the end of the file
+(the last assignment wins, as Python runs it), starting from the evaluated value the caller passes
+(load_task's manifest); later config changes rewrite that literal (examples/README.md, "Computed CONFIG").
 
 A change that does not apply is a result (`PatchRejected` naming the change, why and the nearest match),
 never an exception. Nothing here runs task code: the source is only parsed (`ast`).
@@ -21,6 +24,7 @@ from pathlib import Path
 import msgspec
 
 from shared.messages import ChangeDescription, Scalar
+from shared.space_list import is_list, points
 from shared.transforms.base import Refused
 from shared.transforms.table import apply as apply_transform
 
@@ -33,6 +37,8 @@ MAX_STAGES = 8  # beyond 8 stages no Hopper tile fits 227 KB of shared memory (G
 # (setmaxnreg's own lower bound on sm_90 is 24).
 MAXNREG_RANGE = (24, 255)
 EVICTION = ("evict_first", "evict_last", "evict_normal")
+# The line before a literal CONFIG the patcher appends to a task whose CONFIG is computed by code.
+CONFIG_OVERRIDE = "\n# kernelpilot: the tuned config; it replaces the computed CONFIG above (the last assignment wins)\n"
 # A search block must start within this many lines of its anchor: findings point at the line of the
 # offending op, and an edit of the surrounding statement rarely starts further away than a loop header.
 ANCHOR_WINDOW = 12
@@ -116,20 +122,32 @@ class TaskSource:
         return lo + 1
 
     def _assigned(self, name: str) -> ast.Assign | None:
+        """The last top-level assignment of `name`: the value Python keeps."""
+        last = None
         for node in self.tree.body:
             if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == name for t in node.targets
             ):
-                return node
-        return None
+                last = node
+        return last
+
+    def computed(self, name: str) -> bool:
+        """`name` is assigned at module level, but by code, not a literal (a computed CONFIG/SPACE)."""
+        node = self._assigned(name)
+        if node is None:
+            return False
+        try:
+            ast.literal_eval(node.value)
+        except ValueError:
+            return True
+        return False
 
     def literal(self, name: str) -> dict | None:
         """A top-level dict literal by name (CONFIG, SPACE, SHAPES, ...); None when absent or not literal."""
         if name in ("CONFIG", "SPACE"):
             node = self.config_node if name == "CONFIG" else self.space_node
         else:  # every other name used to read SPACE by mistake
-            assigns = (n for n in self.tree.body if isinstance(n, ast.Assign))
-            node = next((n for n in assigns if any(getattr(t, "id", None) == name for t in n.targets)), None)
+            node = self._assigned(name)
         if node is None:
             return None
         try:
@@ -137,6 +155,17 @@ class TaskSource:
         except ValueError:
             return None
         return value if isinstance(value, dict) else None
+
+    def space_entries(self) -> list[dict] | None:
+        """SPACE given as a literal list of configs (autotune-style); None when it is not one."""
+        node = self.space_node
+        if node is None:
+            return None
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            return None
+        return [dict(e) for e in value if isinstance(e, dict)] if isinstance(value, (list, tuple)) else None
 
     def function(self, name: str) -> ast.FunctionDef | None:
         for node in self.tree.body:
@@ -402,20 +431,27 @@ def _set_grid(src: TaskSource, i: int, ch: ChangeDescription) -> _Span | PatchEr
 
 
 def apply_changes(
-    source: str, changes: list[ChangeDescription], filename: str = "task.py"
+    source: str,
+    changes: list[ChangeDescription],
+    filename: str = "task.py",
+    config: dict[str, Scalar] | None = None,
+    space: dict | list | None = None,
 ) -> tuple[str, dict[str, Scalar]] | PatchRejected:
     """The patched source and its CONFIG, or every reason the changes do not apply.
 
     Changes apply in list order: a `transform` rewrites the whole current source (shared/transforms/);
     the other changes between two transforms resolve against the source as it is at their place, as
-    spans. So a stacked job (best changes + a new transform + config) replays exactly."""
+    spans. So a stacked job (best changes + a new transform + config) replays exactly.
+
+    `config`/`space`: the task's evaluated CONFIG/SPACE (load_task's manifest), used only where the
+    source computes them by code instead of writing literals."""
     if not any(ch.change == "transform" for ch in changes):
-        return _apply_spans(source, changes, filename)
+        return _apply_spans(source, changes, filename, config, space)
     text = source
     batch: list[int] = []
 
     def flush() -> tuple[str, dict[str, Scalar]] | PatchRejected:
-        got = _apply_spans(text, [changes[j] for j in batch], filename)
+        got = _apply_spans(text, [changes[j] for j in batch], filename, config, space)
         if isinstance(got, PatchRejected):  # indices of the batch -> indices of the whole list
             return PatchRejected(errors=[msgspec.structs.replace(
                 e, change_index=batch[e.change_index] if 0 <= e.change_index < len(batch) else e.change_index)
@@ -440,7 +476,11 @@ def apply_changes(
 
 
 def _apply_spans(
-    source: str, changes: list[ChangeDescription], filename: str = "task.py"
+    source: str,
+    changes: list[ChangeDescription],
+    filename: str = "task.py",
+    evaluated_config: dict[str, Scalar] | None = None,
+    evaluated_space: dict | list | None = None,
 ) -> tuple[str, dict[str, Scalar]] | PatchRejected:
     try:
         src = TaskSource(source, filename)
@@ -457,7 +497,16 @@ def _apply_spans(
     errors: list[PatchError] = []
     spans: list[_Span] = []
     config = src.literal("CONFIG")
+    computed = src.computed("CONFIG")
+    if computed and evaluated_config is not None:
+        config = dict(evaluated_config)
     space = src.literal("SPACE")
+    entries = src.space_entries()  # a list SPACE: the result must be one of its configs
+    if space is None and entries is None and src.computed("SPACE") and evaluated_space is not None:
+        if is_list(evaluated_space):
+            entries = [dict(e) for e in evaluated_space]
+        else:
+            space = dict(evaluated_space)
     new_config = dict(config) if config is not None else None
     for i, ch in enumerate(changes):
         if ch.change in CONFIG_ONLY:
@@ -466,7 +515,10 @@ def _apply_spans(
                     PatchError(
                         change_index=i,
                         change=ch.change,
-                        reason="the task has no literal `CONFIG = {...}` dict at module level to rewrite",
+                        reason="CONFIG is computed by code: pass its evaluated value (load_task's "
+                        "manifest.config) so the patcher can append the changed literal"
+                        if computed
+                        else "the task has no `CONFIG = {...}` dict at module level to rewrite",
                     )
                 )
                 continue
@@ -510,7 +562,20 @@ def _apply_spans(
             continue
         got = handler(src, i, ch)
         (errors if isinstance(got, PatchError) else spans).append(got)  # type: ignore[arg-type]
-    if new_config is not None and new_config != config and src.config_node is not None:
+    if entries is not None and new_config is not None and config is not None and new_config != config:
+        allowed = points(config, entries)
+        if new_config not in allowed:
+            close = difflib.get_close_matches(format_config(new_config), [format_config(c) for c in allowed], 1, 0)
+            errors.append(PatchError(
+                change_index=len(changes) - 1, change=_kind(changes, len(changes) - 1),
+                reason=f"config {format_config(new_config)} is not one of SPACE's {len(allowed)} listed configs "
+                "(SPACE is a list: change the knobs together to one of its entries)",
+                nearest=close[0] if close else ""))
+    if new_config is not None and new_config != config and computed:
+        sep = "" if source.endswith("\n") else "\n"
+        spans.append(_Span(len(source), len(source), f"{sep}{CONFIG_OVERRIDE}CONFIG = "
+                           f"{format_config(new_config)}\n", len(changes)))
+    elif new_config is not None and new_config != config and src.config_node is not None:
         s, e = src.node_span(src.config_node.value)
         spans.append(_Span(s, e, format_config(new_config), len(changes)))
     spans.sort(key=lambda x: (x.start, x.end, x.index))
@@ -544,7 +609,7 @@ def _apply_spans(
             ]
         )
     final = TaskSource(out, filename).literal("CONFIG")
-    return out, dict(final or {})
+    return out, dict(final if final is not None else config or {})
 
 
 def _kind(changes: list[ChangeDescription], index: int) -> str:
@@ -563,10 +628,17 @@ def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:
 
 
 def make_candidate(
-    root: Path, parent_path: str, parent_source: str, changes: list[ChangeDescription], version: int
+    root: Path,
+    parent_path: str,
+    parent_source: str,
+    changes: list[ChangeDescription],
+    version: int,
+    config: dict[str, Scalar] | None = None,
+    space: dict | list | None = None,
 ) -> CandidateVersion | PatchRejected:
-    """Apply `changes` to the parent and store the result at <root>/<sha256>/task.py (write-once)."""
-    got = apply_changes(parent_source, changes, Path(parent_path).name)
+    """Apply `changes` to the parent and store the result at <root>/<sha256>/task.py (write-once);
+    `config`/`space` as in apply_changes."""
+    got = apply_changes(parent_source, changes, Path(parent_path).name, config, space)
     if isinstance(got, PatchRejected):
         return got
     text, config = got

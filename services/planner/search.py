@@ -59,6 +59,9 @@ class Problem(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # launch_grid tool from the task's own launch(); a config not in it falls back to the shape model.
     programs: dict[str, int] = {}
     findings: list[str] = []  # pattern ids from the decomposer, most important first
+    # A SPACE given as a list of configs (autotune-style): the only configs allowed, searched exhaustively
+    # in prior order; `space` then holds each key's listed values. [] = the cross product of `space`.
+    points: list[Config] = []
 
 
 class TileKeys(msgspec.Struct, frozen=True):
@@ -149,6 +152,8 @@ def prune_reasons(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> list[str]:
     t = tile_keys(cfg)
     w = int(cfg.get("num_warps", 4))
     out = []
+    if p.points and config_key(cfg) not in {config_key(c) for c in p.points}:
+        out.append("not one of SPACE's listed configs")
     if e.threads > int(gpu.max_threads_per_block.value):
         out.append(f"{e.threads} threads > {int(gpu.max_threads_per_block.value)} per block")
     limit = int(gpu.shared_per_block_optin.value)
@@ -326,6 +331,8 @@ def next_configs(
     pending = [c for c in seeds(p, o.seeds) if config_key(c) not in tried]
     if pending or not scored:
         return pending[: max(o.batch, o.seeds)]
+    if p.points:  # a listed SPACE is small (autotune lists are): measure all of it, best prior first
+        return sorted((c for c in _dedup(p.points) if ok(c)), key=lambda c: -prior(c, p))[: o.batch]
     best = max(scored, key=lambda cv: cv[1])[0]  # type: ignore[arg-type, return-value]
     around = sorted((c for c in _neighbours(best, p.space, p.dot) if ok(c)), key=lambda c: -prior(c, p))
     if around:
@@ -362,9 +369,8 @@ def seeds(p: Problem, count: int) -> list[Config]:
     """The `count` best-ranked legal configs of distinct tile shapes (deterministic), then for each value
     of a switch knob that none of them holds, the best-ranked legal config that holds it (measured in the
     next round: next_configs returns untried seeds first)."""
-    ranked = sorted(
-        (c for c in all_configs(p.space, p.config) if not prune_reasons(c, p)), key=lambda c: -prior(c, p)
-    )  # one pass over the space (the pipeline's is 138k configs), shared by both parts
+    every = p.points or all_configs(p.space, p.config)
+    ranked = sorted((c for c in every if not prune_reasons(c, p)), key=lambda c: -prior(c, p))  # one pass over the space (the pipeline's is 138k configs), shared by both parts
     base = _shape_seeds(p, count, ranked)
     extra: list[Config] = []
     for key in switches(p):

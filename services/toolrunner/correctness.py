@@ -164,13 +164,13 @@ def run(args: RunCorrectnessInput) -> RunCorrectnessOutput:
         cand_dir.mkdir()
         cand_out, cand_res = _run_side(CorrectnessWorkerInput(
             role="candidate", task_path=cand_manifest.path, config=config, cases=cases, device=device,
-            out_dir=str(cand_dir)), limits)
+            out_dir=str(cand_dir), inplace=list(task.inplace)), limits)
         cand_hashes = _hash_files(cand_dir)  # before the reference output exists anywhere
         ref_dir = Path(tempfile.mkdtemp(prefix="kpilot-corr-ref-"))
         try:
             ref_out, ref_res = _run_side(CorrectnessWorkerInput(
-                role="reference", task_path=task.path, cases=cases, device=device, out_dir=str(ref_dir)),
-                limits)
+                role="reference", task_path=task.path, cases=cases, device=device, out_dir=str(ref_dir),
+                inplace=list(task.inplace)), limits)
             if ref_res is None:
                 raise ToolFailure(ref_out.status, f"the task's reference {ref_out.status}: {ref_out.message} "
                                                   f"(fix reference() or make_inputs() in {task.path})")
@@ -190,7 +190,10 @@ def run(args: RunCorrectnessInput) -> RunCorrectnessOutput:
         notes.append("make_inputs ignored shape[\"dtype\"], so bf16 cases were not checked on CPU: build "
                      "tensors with getattr(torch, shape.get(\"dtype\", DTYPE))")
     if any(c.candidate_modified_inputs for c in results):
-        notes.append("the candidate wrote into its inputs")
+        notes.append(f"the candidate wrote into inputs other than the declared INPLACE {list(task.inplace)}"
+                     if task.inplace else "the candidate wrote into its inputs")
+    if task.inplace:
+        notes.append(f"in-place outputs: inputs {list(task.inplace)} after the call are compared (INPLACE)")
     passed = bool(results) and all(c.status == "pass" for c in results)
     return RunCorrectnessOutput(passed=passed, device=ref_res.device_name, config=config, cases=results,
                                 candidate_status=cand_out.status, candidate_message=cand_message,

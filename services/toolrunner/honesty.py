@@ -145,6 +145,7 @@ def run(args: HonestyInput) -> HonestyOutput:
             HonestyWorkerInput(
                 role="reference",
                 task_path=task.path,
+                inplace=list(task.inplace),
                 shape=shape,
                 seeds=args.seeds,
                 device=device,
@@ -165,6 +166,7 @@ def run(args: HonestyInput) -> HonestyOutput:
             HonestyWorkerInput(
                 role="candidate",
                 task_path=cand.path,
+                inplace=list(task.inplace),
                 config=config,
                 shape=shape,
                 seeds=args.seeds,

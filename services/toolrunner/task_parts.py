@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, get_args
 
+from shared.space_list import LIST_FORM, domains
+from shared.space_list import problems as list_problems
 from shared.tools.task import (
     Dtype,
     KernelInfo,
@@ -33,13 +35,15 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "maxnreg", "num_ctas")
 EXPECTED: dict[str, str] = {
     "KERNELS": "KERNELS = (my_kernel,)  # tuple of @triton.jit functions, the first is the primary",
     "CONFIG": 'CONFIG = {"BLOCK": 128, "num_warps": 4, "num_stages": 1}  # constexprs + launch options',
-    "SPACE": 'SPACE = {"BLOCK": [128, 256, 512], "num_warps": [2, 4, 8]}  # CONFIG key -> allowed values',
+    "SPACE": 'SPACE = {"BLOCK": [128, 256, 512], "num_warps": [2, 4, 8]}  # CONFIG key -> allowed values; '
+    'or a list of configs: ' + LIST_FORM,
     "constraint": "def constraint(config: dict, shape: dict) -> bool: ...  # optional",
     "SHAPES": 'SHAPES = {"micro": {"n": 1000}, "full": {"n": 1 << 24}, "edge": [{"n": 1}, {"n": 1000003}]}',
     "DTYPE": 'DTYPE = "float16"  # one of ' + ", ".join(DTYPES),
     "CPU_DTYPE": 'CPU_DTYPE = "float32"  # optional: dtype of the CPU-interpreter twin (bf16 tasks)',
     "TOLERANCE": 'TOLERANCE = {"float16": [1e-2, 1e-2]}  # dtype -> [atol, rtol]; cover DTYPE and CPU_DTYPE',
     "PRECISION": 'PRECISION = "exact"  # one of ' + ", ".join(PRECISIONS),
+    "INPLACE": "INPLACE = (0,)  # optional: indices into make_inputs()'s tuple that launch() writes in place",
     "make_inputs": "def make_inputs(shape: dict, seed: int, device: str) -> tuple[torch.Tensor, ...]: ...",
     "launch": "def launch(inputs: tuple, **config) -> torch.Tensor | tuple: ...",
     "reference": "def reference(inputs: tuple) -> torch.Tensor | tuple: ...",
@@ -153,30 +157,38 @@ def _kernels(module: ModuleType, problems: list[str]) -> list[KernelInfo]:
 
 def _config_space(
     module: ModuleType, kernels: list[KernelInfo], required: bool, problems: list[str]
-) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+) -> tuple[dict[str, Any], dict[str, list[Any]], list[dict[str, Any]]]:
+    """CONFIG, SPACE as key -> values and, for a SPACE given as a list of configs, its entries."""
     config, space = getattr(module, "CONFIG", None), getattr(module, "SPACE", None)
     if config is None and space is None and not required:
-        return {}, {}
+        return {}, {}, []
     ok = True
     if not isinstance(config, dict) or not all(isinstance(k, str) and _scalar(v) for k, v in config.items()):
         problems.append(
             _bad("CONFIG", "missing" if config is None else "not a dict of name -> int/float/str/bool")
         )
         ok = False
-    if not isinstance(space, dict) or not all(
+    listed = isinstance(space, (list, tuple))
+    if not listed and (not isinstance(space, dict) or not all(
         isinstance(k, str) and isinstance(v, (list, tuple)) and v and all(_scalar(x) for x in v)
         for k, v in space.items()
-    ):
+    )):
         problems.append(
             _bad(
                 "SPACE",
-                "missing" if space is None else "not a dict of name -> non-empty list of int/float/str/bool",
+                "missing" if space is None else "neither a dict of name -> non-empty list of "
+                "int/float/str/bool nor a list of configs",
             )
         )
         ok = False
     if not ok:
-        return {}, {}
-    assert isinstance(config, dict) and isinstance(space, dict)
+        return {}, {}, []
+    assert isinstance(config, dict)
+    if listed:
+        entries = list(space)  # type: ignore[arg-type]
+        problems += [_bad("SPACE", why) for why in list_problems(config, entries)]
+        space = domains([e for e in entries if isinstance(e, dict)])
+    assert isinstance(space, dict)
     if kernels and kernels[0].params:  # Triton: constexpr keys must exist in some kernel
         constexprs = {c for k in kernels for c in k.constexprs}
         if unknown := sorted(set(config) - constexprs - set(LAUNCH_OPTIONS)):
@@ -195,6 +207,9 @@ def _config_space(
             problems.append(_bad("CONFIG", f"num_warps must be a power of two, got {nw}"))
     elif bad := [k for k in config if not _IDENT.match(k)]:  # CUDA: keys become -D<KEY>=<value>
         problems.append(_bad("CONFIG", f"keys {bad} are not C identifiers (they are passed as -DKEY=value)"))
+    if listed:  # the list's own checks named unknown keys and a CONFIG missing from it
+        listed_ok = [dict(e) for e in entries if isinstance(e, dict)]
+        return dict(config), {k: list(v) for k, v in space.items()}, listed_ok
     if unknown := sorted(set(space) - set(config)):
         problems.append(_bad("SPACE", f"keys {unknown} are not in CONFIG"))
     for k, vs in space.items():
@@ -202,7 +217,7 @@ def _config_space(
             problems.append(
                 _bad("SPACE", f"CONFIG[{k!r}] = {config[k]!r} is not among the allowed {list(vs)}")
             )
-    return dict(config), {k: list(v) for k, v in space.items()}
+    return dict(config), {k: list(v) for k, v in space.items()}, []
 
 
 def _dtype_parts(module: ModuleType, problems: list[str]) -> tuple[str, str, dict[str, Tolerance], str]:
@@ -240,6 +255,22 @@ def _dtype_parts(module: ModuleType, problems: list[str]) -> tuple[str, str, dic
         )
         precision = "exact"
     return dtype, cpu_dtype, tolerance, precision
+
+
+def _inplace(module: ModuleType, problems: list[str]) -> list[int]:
+    v = getattr(module, "INPLACE", ())
+    if isinstance(v, int) and not isinstance(v, bool):
+        problems.append(_bad("INPLACE", f"{v!r} is an int, not a tuple of them (write INPLACE = ({v},))"))
+        return []
+    if not isinstance(v, (tuple, list)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        problems.append(_bad("INPLACE", f"{v!r} is not a tuple of input indices (names are not accepted: "
+                                        "inputs are make_inputs()'s tuple, by position)"))
+        return []
+    if bad := [i for i in v if i < 0]:
+        problems.append(_bad("INPLACE", f"negative indices {bad}; count from 0"))
+    if len(set(v)) != len(v):
+        problems.append(_bad("INPLACE", f"indices repeat: {list(v)}"))
+    return list(v)
 
 
 def _functions(module: ModuleType, config: dict[str, Any], problems: list[str]) -> set[str]:
@@ -339,10 +370,11 @@ def describe(module: ModuleType, path: str, sha256: str) -> tuple[TaskManifest |
     if kind == "kernelbench":
         return _kernelbench(module, path, sha256, stem)
     kernels = _kernels(module, problems) if kind == "triton" else _cuda(module, problems)
-    config, space = _config_space(module, kernels, kind == "triton", problems)
+    config, space, space_configs = _config_space(module, kernels, kind == "triton", problems)
     shapes = _shapes(module, problems)
     dtype, cpu_dtype, tolerance, precision = _dtype_parts(module, problems)
     good_fns = _functions(module, config, problems)
+    inplace = _inplace(module, problems)
     has_constraint = _constraint(module, config, shapes, problems)
     has_formulas = {"flops", "bytes_moved"} <= good_fns
     costs = _costs(module, shapes, problems) if shapes is not None and has_formulas else []
@@ -362,7 +394,9 @@ def describe(module: ModuleType, path: str, sha256: str) -> tuple[TaskManifest |
         kernels=kernels,
         config=config,
         space=space,
+        space_configs=space_configs,
         has_constraint=has_constraint,
+        inplace=inplace,
         shapes=shapes,
         dtype=dtype,  # type: ignore[arg-type]
         cpu_dtype=cpu_dtype,

@@ -46,6 +46,9 @@ class BenchMethod(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     flush_bytes: int  # the buffer zeroed before every timed call, outside the event pair
     dropped_throttled: int = 0  # samples taken under thermal or power capping, left out
     throttled_kept: bool = False  # too few unthrottled samples were left, so all were kept
+    # Why CUDA-graph replay was not used though the mode asked for it (a host sync in the launch path),
+    # with the whole exception message and the task line; "" when it was used or not asked for.
+    graph_fallback: str = ""
 
 
 class BenchInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -58,8 +58,14 @@ class TaskManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str  # the file's stem
     kernels: list[KernelInfo]  # first = primary; empty for a KernelBench problem without ModelNew
     config: dict[str, Scalar] = {}  # the untuned starting point (constexprs + num_warps/num_stages/...)
+    # SPACE as key -> allowed values (a cross product); for a SPACE given as a list of configs
+    # (autotune-style, shared/space_list.py) each key's listed values, with the entries in space_configs.
     space: dict[str, list[Scalar]] = {}
+    space_configs: list[dict[str, Scalar]] = []  # a list SPACE's entries (merged over config); [] = product
     has_constraint: bool = False
+    # INPLACE: indices into make_inputs()'s tuple that launch() writes; their values after the call are
+    # outputs, and the tools restore them between calls (examples/README.md, "In-place outputs").
+    inplace: list[int] = []
     shapes: TaskShapes
     dtype: Dtype
     # The dtype CPU correctness runs in: Triton's interpreter cannot do bf16, so a bf16 task's CPU twin
@@ -78,6 +84,12 @@ class TaskManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     @property
     def primary(self) -> str:
         return self.kernels[0].name if self.kernels else ""
+
+    def configs_listed(self) -> list[dict[str, Scalar]]:
+        """The full configs a list SPACE allows (each entry over CONFIG); [] for a cross product."""
+        from shared.space_list import points
+
+        return points(self.config, self.space_configs)
 
     def kernel_names(self) -> list[str]:
         return [k.name for k in self.kernels]

@@ -132,6 +132,18 @@ def test_an_in_place_call_keeps_its_aliasing_and_passes_at_a_new_block(tmp_path:
     assert res.returncode == 0, res.stdout + res.stderr
     task = tmp_path / "axpy_task.py"
     assert "'alias_of': 'y_ptr'" in task.read_text() and "_WRITTEN = [1]" in task.read_text()
+    assert "INPLACE = (1,)" in task.read_text()  # y is written in place, restored by the tools, not cloned
     out = run_correctness(RunCorrectnessInput(task_path=str(task), config={"BLOCK": 128}, device="cpu",
                                               shapes=["micro"], seeds=[0, 1]))
     assert out.passed, out.summary
+    assert not any(c.candidate_modified_inputs for c in out.cases)
+    # Not vacuous: the reference's expected y is 2x + y (a clone of y that is not the kernel's output
+    # would compare the unchanged y on both sides), and launch leaves exactly that in inputs[1].
+    probe = (f"import importlib.util, torch; s = importlib.util.spec_from_file_location('t', {str(task)!r}); "
+             "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); "
+             "i = m.make_inputs(m.SHAPES['micro'], 0, 'cpu'); x, y = i[0].clone(), i[1].clone(); "
+             "r = m.reference(i); assert torch.allclose(r, 2 * x + y) and torch.equal(i[1], y), 'reference'; "
+             "m.launch(i, **m.CONFIG); assert torch.allclose(i[1], 2 * x + y), 'launch'; print('ok')")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env,
+                         check=False)
+    assert res.stdout.strip() == "ok", res.stdout + res.stderr

@@ -87,6 +87,28 @@ def test_bench_micro_uses_cuda_graph_replay() -> None:
     assert 0 < out.stats.median_ms < 0.05
 
 
+def test_bench_a_host_sync_launch_falls_back_from_graph_replay_with_the_whole_reason() -> None:
+    task = str(ROOT / "tests" / "fixtures" / "tasks" / "add_host_sync.py")
+    # "on": the host round trip of .item() lies between the estimate's events, so auto may not ask at all
+    out = bench.run(BenchInput(task_path=task, shape="micro", cuda_graph="on"))
+    _valid(out, "bench_host_sync_micro")
+    assert not out.method.cuda_graph and out.method.calls_per_sample == 1
+    why = out.method.graph_fallback
+    assert why.startswith("timed without CUDA-graph capture, one call per sample: cuda_graph='on' asked"), why
+    assert "launch synchronises with the host: RuntimeError:" in why, why
+    assert why.endswith("; launch() calls line 37: `x.abs().max().item()`"), why
+    assert why in out.method.description
+
+
+def test_bench_restores_declared_in_place_inputs() -> None:
+    task = str(ROOT / "tests" / "fixtures" / "tasks" / "add_inplace_declared.py")
+    out = bench.run(BenchInput(task_path=task, shape="micro"))
+    _valid(out, "bench_inplace_micro")
+    assert out.method.cuda_graph and out.method.calls_per_sample == 1  # one call per replay: restored
+    assert "restored before every timed call, outside the events" in out.method.description
+    assert 0 < out.stats.median_ms < 0.05
+
+
 def test_bench_ab_interleaved_two_configs() -> None:
     out = bench_ab.run(
         BenchABInput(

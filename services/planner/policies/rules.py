@@ -20,6 +20,7 @@ from services.planner.patcher import PatchRejected, TaskSource, apply_changes, p
 from services.planner.policies.base import CandidatePlan, Plan
 from services.planner.search import Problem, SearchOptions, config_key, int_dims, next_configs
 from shared.messages import ChangeDescription, Scalar
+from shared.space_list import domains, points
 from shared.tools.decompose import Finding
 from shared.transforms.base import Refused, TransformSpec
 from shared.transforms.space import derive_space
@@ -141,6 +142,7 @@ class Parent(msgspec.Struct, kw_only=True):
     config: dict[str, Scalar]
     space: dict[str, list[Scalar]]
     derived: bool = False
+    points: list[dict[str, Scalar]] = []  # a SPACE given as a list: the configs it allows (else [])
 
 
 def parent_of(ctx: PlannerContext) -> Parent:
@@ -151,12 +153,18 @@ def parent_of(ctx: PlannerContext) -> Parent:
             source = got[0]
     ts = TaskSource(source, ctx.task.path) if source else None
     start = dict((ts.literal("CONFIG") if ts else None) or ctx.task.config)
+    entries = ts.space_entries() if ts else None
     space = dict((ts.literal("SPACE") if ts else None) or {})
+    if ts is not None and not space and entries is None and ts.computed("SPACE"):  # evaluated by load_task
+        space, entries = dict(ctx.task.space), list(ctx.task.space_configs) or None
+    allowed = points(start, entries) if entries else []
+    if allowed:
+        space = domains(entries)  # type: ignore[arg-type]
     derived = not space and bool(start)
     if derived:
         space = derive_space(start, _constexprs(ts))
     config = {k: v for k, v in (start | dict(ctx.best_config)).items() if k in start}
-    return Parent(source=source, start=start, config=config, space=space, derived=derived)
+    return Parent(source=source, start=start, config=config, space=space, derived=derived, points=allowed)
 
 
 def _constexprs(ts: TaskSource | None) -> list[str]:
@@ -197,6 +205,7 @@ class RulesPolicy:
         return Problem(
             config=dict(parent.config),
             space=dict(parent.space),
+            points=list(parent.points),
             full_shape=dict(ctx.task.shapes.get("full", {})),
             other_shapes=other_shapes(ctx.task),
             dtype=ctx.task.dtype,

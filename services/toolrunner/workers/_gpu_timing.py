@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.toolrunner.graph_capture import decide_graph, sync_refusal
 from services.toolrunner.timing_stats import (
     CHUNK_MS,
     calls_per_graph,
@@ -34,7 +35,6 @@ from services.toolrunner.timing_stats import (
     reason_names,
     reps_for_budget,
     rounds_per_chunk,
-    use_graph,
 )
 from shared.messages import Provenance
 from shared.tools.bench import ClockSample
@@ -44,6 +44,10 @@ FLUSH_BYTES = 256 * 1024 * 1024  # triton.backends.nvidia.driver.get_empty_cache
 # tiny kernel take ~0.5 s.
 MAX_REPS = 5000
 ESTIMATE_CALLS = 5  # do_bench's
+
+
+def _nothing() -> None:
+    return None
 
 
 class Nvml:
@@ -130,6 +134,8 @@ class Plan:
     graph: bool
     calls_per_sample: int
     flush_ms: float = 0.0  # one flush's GPU time, measured with the estimate (sizes the chunks)
+    restored: bool = False  # declared in-place inputs restored before every timed call (INPLACE)
+    graph_fallback: str = ""  # why no CUDA graph was replayed though the mode asked for one, in full
 
 
 def or_masks(a: int | None, b: int | None) -> int | None:
@@ -153,18 +159,21 @@ class Bench:
     def _event(self) -> Any:
         return self.torch.cuda.Event(enable_timing=True)
 
-    def estimate(self, fn: Callable[[], Any]) -> float:
+    def estimate(self, fn: Callable[[], Any], before: Callable[[], Any] = _nothing) -> float:
         """One call's GPU time, taken as the samples are: the first call (it compiles) and the first flush
         (torch loads its fill kernel lazily, ~5 ms on the H200) run untimed, then 5 calls, each after a
         flush and between its own event pair, enqueued without a sync; their median. Also times one flush."""
         torch = self.torch
+        before()
         fn()
         self.flush()
+        before()
         fn()
         torch.cuda.synchronize()
         pairs = [(self._event(), self._event()) for _ in range(ESTIMATE_CALLS)]
         for start, end in pairs:
             self.flush()  # outside the pair, as in every sample
+            before()
             start.record()
             fn()
             end.record()
@@ -176,9 +185,20 @@ class Bench:
         self.flush_ms = f0.elapsed_time(f1)
         return estimate_from_calls([s.elapsed_time(e) for s, e in pairs])
 
-    def plan(self, estimate_ms: float, warmup_ms: float, rep_ms: float, graph_mode: str) -> Plan:
-        graph = use_graph(graph_mode, estimate_ms)
-        k = calls_per_graph(estimate_ms) if graph else 1
+    def plan(
+        self,
+        estimate_ms: float,
+        warmup_ms: float,
+        rep_ms: float,
+        graph_mode: str,
+        restored: bool = False,
+        refusal: Callable[[], str] = lambda: "",
+    ) -> Plan:
+        """`restored`: the call's in-place inputs are restored before each timed call, so a graph replays
+        one call (k unrolled calls would run each on the previous call's output). `refusal`: why the call
+        cannot be captured ("" = it can), asked only when the mode wants a graph (graph_refusal)."""
+        graph, fallback = decide_graph(graph_mode, estimate_ms, refusal)
+        k = calls_per_graph(estimate_ms) if graph and not restored else 1
         return Plan(
             estimate_ms=estimate_ms,
             n_warmup=reps_for_budget(warmup_ms, estimate_ms),
@@ -186,7 +206,37 @@ class Bench:
             graph=graph,
             calls_per_sample=k,
             flush_ms=self.flush_ms,
+            restored=restored,
+            graph_fallback=fallback,
         )
+
+    def graph_refusal(
+        self, fn: Callable[[], Any], task_file: str, before: Callable[[], Any] = _nothing
+    ) -> str:
+        """Why `fn` cannot be replayed from a CUDA graph ("" = it can): one call under torch's sync debug
+        mode "error" (a host sync raises instead of waiting: `.item()`, `.cpu()`, a blocking copy), then
+        a trial capture of one call. Either failure is reported whole (graph_capture.py)."""
+        torch = self.torch
+        previous = torch.cuda.get_sync_debug_mode()
+        torch.cuda.synchronize()
+        try:
+            before()
+            torch.cuda.set_sync_debug_mode("error")
+            fn()
+        except Exception as e:  # noqa: BLE001 - user code: the error is the reason
+            return sync_refusal(e, task_file, "synchronises with the host")
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+        try:
+            before()
+            self.as_graph(fn, 1)
+        except Exception as e:  # noqa: BLE001
+            try:
+                torch.cuda.synchronize()  # a failed capture is not sticky; this clears its pending work
+            except Exception:  # noqa: BLE001, S110 - the reason below is what matters
+                pass
+            return sync_refusal(e, task_file, "cannot be captured in a CUDA graph")
+        return ""
 
     def as_graph(self, fn: Callable[[], Any], k: int) -> Callable[[], Any]:
         """A replay of `k` unrolled calls captured in one CUDA graph (do_bench_cudagraph's approach)."""
@@ -204,20 +254,29 @@ class Bench:
         torch.cuda.synchronize()
         return g.replay
 
-    def run(self, fns: Sequence[Callable[[], Any]], plan: Plan, nvml: Nvml) -> list[Timed]:
+    def run(
+        self,
+        fns: Sequence[Callable[[], Any]],
+        plan: Plan,
+        nvml: Nvml,
+        befores: Sequence[Callable[[], Any]] = (),
+    ) -> list[Timed]:
         """Warm up each callable (flush + call, as sampled), then `n_reps` rounds; round i runs them in
         order, reversed when i is odd (ABBA), each after a flush outside its own event pair.
 
         Rounds go to the GPU in chunks of ~CHUNK_MS: chunk c+1 is enqueued before the host waits for chunk
         c, so the GPU always has queued work and no host delay falls between a sample's events. NVML's
         clock-event reasons are read before the first chunk and as each chunk finishes; every sample of a
-        chunk carries the OR of the two reads around it."""
+        chunk carries the OR of the two reads around it. `befores[j]` runs before each call of fns[j],
+        after the flush and outside the events (restoring in-place inputs)."""
         torch = self.torch
         k = plan.calls_per_sample
+        pre = list(befores) or [_nothing] * len(fns)
         calls = [self.as_graph(f, k) if plan.graph else f for f in fns]
-        for c in calls:
+        for c, b in zip(calls, pre):
             for _ in range(max(1, plan.n_warmup // k)):
                 self.flush()
+                b()
                 c()
         torch.cuda.synchronize()
         per_chunk = rounds_per_chunk(len(calls) * (plan.flush_ms + plan.estimate_ms * k), plan.n_reps)
@@ -230,6 +289,7 @@ class Bench:
                 for j in range(len(calls)) if i % 2 == 0 else reversed(range(len(calls))):
                     start, end = pairs[i][j]
                     self.flush()
+                    pre[j]()
                     start.record()
                     calls[j]()
                     end.record()
@@ -256,9 +316,12 @@ def describe(plan: Plan, interleaved: int = 1) -> str:
         f"CUDA graph replay of {plan.calls_per_sample} calls per sample (L2 flushed before each replay, "
         "so only its first call starts cold)"
         if plan.graph
+        else f"one call per sample ({plan.graph_fallback})" if plan.graph_fallback
         else "one call per sample"
     )
     inter = f"; {interleaved} versions interleaved ABBA in one process" if interleaved > 1 else ""
+    if plan.restored:
+        inter += "; the declared in-place inputs (INPLACE) restored before every timed call, outside the events"
     return (
         f"triton do_bench method: {how}; {FLUSH_BYTES >> 20} MiB buffer zeroed before every timed call "
         f"outside the CUDA event pair; warm-up and reps sized from a {plan.estimate_ms:.4f} ms estimate "

@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from services.toolrunner.task_runtime import TaskRuntime, import_task, runtime_for
+from services.toolrunner.workers._tensors import inplace_problem
 
 
 def resolve_shape(module: ModuleType, name: str) -> dict[str, Any]:
@@ -31,6 +32,14 @@ class TaskCall:
     shape: dict[str, Any]
     config: dict[str, Any]
     inputs: tuple[Any, ...]
+    inplace: tuple[int, ...] = ()  # the task's INPLACE: inputs launch() writes
+    originals: tuple[Any, ...] = ()  # their values as make_inputs built them, one per INPLACE index
+
+    def restore(self) -> None:
+        """Put the INPLACE inputs back to make_inputs' values (the timing calls this before every timed
+        call, outside the events, so the task need not clone inside launch and time the clone)."""
+        for i, saved in zip(self.inplace, self.originals):
+            self.inputs[i].copy_(saved)
 
     def __call__(self) -> Any:
         return self.runtime.launch(self.inputs, **self.config)
@@ -59,4 +68,8 @@ def prepare(
     if unknown:
         raise KeyError(f"config keys {unknown} are not in the task's CONFIG (it has {sorted(base)})")
     inputs = runtime.make_inputs(shape, seed, device)
-    return TaskCall(module=module, runtime=runtime, shape=shape, config={**base, **config}, inputs=inputs)
+    inplace = tuple(getattr(module, "INPLACE", ()) or ())
+    if why := inplace_problem(inplace, inputs):
+        raise ValueError(f"{why}; fix INPLACE in {task_path}")
+    return TaskCall(module=module, runtime=runtime, shape=shape, config={**base, **config}, inputs=inputs,
+                    inplace=inplace, originals=tuple(inputs[i].clone() for i in inplace))

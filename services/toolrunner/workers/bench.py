@@ -42,6 +42,7 @@ def _method(
         flush_bytes=FLUSH_BYTES,
         dropped_throttled=dropped,
         throttled_kept=kept_all,
+        graph_fallback=plan.graph_fallback,
     )
 
 
@@ -53,9 +54,11 @@ def single(req: BenchInput) -> BenchOutput:
     call = prepare(req.task_path, req.shape, dict(req.config), req.seed)
     nvml = Nvml(req.gpu)
     bench = Bench()
-    plan = bench.plan(bench.estimate(call), req.warmup_ms, req.rep_ms, req.cuda_graph)
+    plan = bench.plan(bench.estimate(call, call.restore), req.warmup_ms, req.rep_ms, req.cuda_graph,
+                      restored=bool(call.inplace),
+                      refusal=lambda: bench.graph_refusal(call, call.module.__file__ or "", call.restore))
     before = nvml.sample()
-    (timed,) = bench.run([call], plan, nvml)
+    (timed,) = bench.run([call], plan, nvml, [call.restore])
     after = nvml.sample()
     samples, dropped, kept_all = _kept(timed)
     stats = summarize(samples)
@@ -80,9 +83,16 @@ def ab(req: BenchABInput) -> BenchABOutput:
     nvml = Nvml(req.gpu)
     bench = Bench()
     # Size both sides by the slower one so each gets at least rep_ms of samples.
-    plan = bench.plan(max(bench.estimate(a), bench.estimate(b)), req.warmup_ms, req.rep_ms, req.cuda_graph)
+    def refusal() -> str:  # either side's host sync keeps both off the graph: one method for the pair
+        for label, side in ((req.a.label or "a", a), (req.b.label or "b", b)):
+            if why := bench.graph_refusal(side, side.module.__file__ or "", side.restore):
+                return f"{label}: {why}"
+        return ""
+
+    plan = bench.plan(max(bench.estimate(a, a.restore), bench.estimate(b, b.restore)), req.warmup_ms,
+                      req.rep_ms, req.cuda_graph, restored=bool(a.inplace or b.inplace), refusal=refusal)
     before = nvml.sample()
-    ta, tb = bench.run([a, b], plan, nvml)
+    ta, tb = bench.run([a, b], plan, nvml, [a.restore, b.restore])
     after = nvml.sample()
     # Drop a round from both sides when either was capped, so the pairs stay comparable.
     masks = [

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from services.toolrunner.workers._io import read_request, write_result
-from services.toolrunner.workers._tensors import output_tensors
+from services.toolrunner.workers._tensors import call_outputs, declared_indices, inplace_problem
 from shared.messages import Scalar
 
 Role = Literal["candidate", "reference"]
@@ -37,6 +37,9 @@ class CorrectnessWorkerInput(msgspec.Struct, kw_only=True, forbid_unknown_fields
     cases: list[CaseSpec]
     device: Literal["cpu", "cuda"]
     out_dir: str
+    # The task's INPLACE: inputs launch() writes; their values after the call are outputs, and only the
+    # other inputs count for `inputs_modified` (examples/README.md, "In-place outputs").
+    inplace: list[int] = []
 
 
 class SavedTensor(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -65,15 +68,17 @@ class CorrectnessWorkerResult(msgspec.Struct, kw_only=True, forbid_unknown_field
 BF16_ON_CPU = "not checked on CPU: bf16 unsupported by the interpreter"
 
 
-def _digest(inputs: Any) -> tuple[str, str]:
-    """sha256 over every tensor input (dtype, shape, bytes) and the repr of other inputs; and the first
-    floating dtype seen."""
+def _digest(inputs: Any, skip: list[int] | None = None) -> tuple[str, str]:
+    """sha256 over every tensor input (dtype, shape, bytes) and the repr of other inputs, but those at
+    the indices `skip`; and the first floating dtype seen."""
     import torch
 
     h = hashlib.sha256()
     float_dtype = ""
     items = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
-    for x in items:
+    for i, x in enumerate(items):
+        if skip and i in skip:
+            continue
         if isinstance(x, torch.Tensor):
             t = x.detach().contiguous().cpu()
             h.update(f"{t.dtype}{tuple(t.shape)}".encode())
@@ -123,6 +128,11 @@ def _run_case(req: CorrectnessWorkerInput, runtime: Any, case: CaseSpec, out_dir
     if req.device == "cpu" and out.input_dtype == "bfloat16":
         out.status, out.reason = "not_checked", BF16_ON_CPU
         return out
+    if why := inplace_problem(req.inplace, inputs):
+        out.reason = f"{why}; fix INPLACE in the task"
+        return out
+    writable = declared_indices(inputs, req.inplace)
+    untouched = _digest(inputs, writable)[0] if writable else out.input_digest
     call = runtime.launch if req.role == "candidate" else runtime.reference
     start = time.perf_counter()
     try:
@@ -134,11 +144,12 @@ def _run_case(req: CorrectnessWorkerInput, runtime: Any, case: CaseSpec, out_dir
         out.reason = f"{what} raised {_last_words(e)}"
         return out
     out.seconds = time.perf_counter() - start
-    out.inputs_modified = _digest(inputs)[0] != out.input_digest
-    tensors = output_tensors(value)
+    out.inputs_modified = _digest(inputs, writable)[0] != untouched
+    tensors = call_outputs(value, inputs, req.inplace, "launch" if req.role == "candidate" else "reference")
     if tensors is None:
         out.reason = (f"{'launch' if req.role == 'candidate' else 'reference'} returned "
-                      f"{type(value).__name__}; return a tensor or a tuple of tensors")
+                      f"{type(value).__name__}; return a tensor or a tuple of tensors"
+                      + (" (or None: the INPLACE inputs are its outputs)" if req.inplace else ""))
         return out
     out.outputs = _save(tensors, out_dir, f"{case.shape_name.replace(':', '_')}.seed{case.seed}")
     out.status = "ok"

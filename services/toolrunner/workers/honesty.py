@@ -26,7 +26,7 @@ import msgspec
 
 from services.toolrunner.tricks import op_recorder
 from services.toolrunner.workers._io import read_request, write_result
-from services.toolrunner.workers._tensors import output_tensors
+from services.toolrunner.workers._tensors import call_outputs, declared_indices
 from shared.messages import Scalar
 
 Role = Literal["candidate", "reference"]
@@ -55,6 +55,7 @@ class HonestyWorkerInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     # GPU only: a shape whose work outlasts launch's return (the task's full shape), for the pending-work
     # trial; at the micro shape a side stream's few microseconds finish before anyone looks.
     pending_shape: dict[str, Scalar] | None = None
+    inplace: list[int] = []  # the task's INPLACE: inputs launch() writes on purpose (their values are outputs)
 
 
 class Saved(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -219,11 +220,14 @@ class LaunchCounter:
         cls.run = run
 
 
-def _digest(inputs: Any) -> str:
+def _digest(inputs: Any, skip: list[int] | None = None) -> str:
+    """sha256 over the inputs but those at the indices `skip` (the declared INPLACE ones)."""
     import torch
 
     h = hashlib.sha256()
-    for x in inputs if isinstance(inputs, (tuple, list)) else (inputs,):
+    for i, x in enumerate(inputs if isinstance(inputs, (tuple, list)) else (inputs,)):
+        if skip and i in skip:
+            continue
         if isinstance(x, torch.Tensor):
             t = x.detach().contiguous().cpu()
             h.update(f"{t.dtype}{tuple(t.shape)}".encode())
@@ -302,7 +306,7 @@ def run_reference(req: HonestyWorkerInput, runtime: Any, out_dir: Path) -> list[
             rec.reason = f"reference raised {_reason(e)}"
             records.append(rec)
             continue
-        tensors = output_tensors(value)
+        tensors = call_outputs(value, inputs, req.inplace, "reference")
         if tensors is None:
             rec.reason = f"reference returned {type(value).__name__}; return a tensor or a tuple of tensors"
         else:
@@ -333,7 +337,8 @@ class CandidateProbe:
         rec = CallRecord(name=name, seed=seed, ok=False)
         self.spy.trial = name
         poison(_nbytes(list(inputs)) + self.previous_outputs, req.device)
-        digest = _digest(inputs)
+        writable = declared_indices(inputs, req.inplace)
+        digest = _digest(inputs, writable)
         threads = set(threading.enumerate())
         launches = self.counter.count if self.counter else 0
         streams_before = len(self.counter.streams) if self.counter else 0
@@ -354,7 +359,7 @@ class CandidateProbe:
             msg = (f"{len(other)} Triton launch(es) went to a CUDA stream other than the caller's: the output "
                    "is still pending when launch returns")
             rec.findings.append(("side_stream", msg))
-        tensors = output_tensors(value)
+        tensors = call_outputs(value, inputs, self.req.inplace, "launch")
         if tensors is None:
             rec.reason = f"launch returned {type(value).__name__}; return a tensor or a tuple of tensors"
             return rec
@@ -390,7 +395,7 @@ class CandidateProbe:
         for i, (t, early) in enumerate(zip(tensors, at_return)):
             if not torch.equal(_plain(t), early):
                 rec.findings.append(("late_write", f"output {i} changed after launch returned"))
-        if _digest(inputs) != digest:
+        if _digest(inputs, writable) != digest:
             rec.findings.append(("input_modified", "the call wrote into its inputs"))
         self.previous_outputs = _nbytes(tensors)
         rec.outputs = _save(at_return, self.out_dir, name)
@@ -414,7 +419,7 @@ class CandidateProbe:
         except Exception as e:  # noqa: BLE001 - user code
             rec.reason = f"launch raised {_reason(e)}"
             return rec
-        tensors = output_tensors(value)
+        tensors = call_outputs(value, inputs, self.req.inplace, "launch")
         if tensors is None:
             rec.reason = f"launch returned {type(value).__name__}; return a tensor or a tuple of tensors"
             return rec
