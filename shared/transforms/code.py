@@ -5,8 +5,11 @@ and name fresh variables. Layout and comments of everything not rewritten are ke
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from shared import space_list
 from shared.messages import Scalar
 from shared.transforms.base import TransformError
 
@@ -197,13 +200,16 @@ def _dict_append(d: cst.Dict, key: str, value: cst.BaseExpression) -> cst.Dict:
 
 
 def top_assign(mod: cst.Module, name: str) -> tuple[cst.SimpleStatementLine, cst.Assign] | None:
+    """The module-level `name = ...` that counts: the last one, as Python (and the patcher, which appends
+    a literal CONFIG after a computed one) reads the file."""
+    found = None
     for stmt in mod.body:
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0],
                                                                                              cst.Assign):
             a = stmt.body[0]
             if any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets):
-                return stmt, a
-    return None
+                found = stmt, a
+    return found
 
 
 def add_constexpr(mod: cst.Module, kernel_name: str, name: str, value: Scalar, domain: list[Scalar],
@@ -242,6 +248,14 @@ def add_constexpr(mod: cst.Module, kernel_name: str, name: str, value: Scalar, d
     dom = cst.parse_expression(repr(list(domain)))
     if sp is not None and isinstance(sp[1].value, cst.Dict):
         mod = mod.deep_replace(sp[1].value, _dict_append(sp[1].value, name, dom))  # type: ignore[assignment]
+    elif sp is not None and isinstance(sp[1].value, (cst.List, cst.Tuple)):  # a list of configs
+        try:
+            entries = ast.literal_eval(code(sp[1].value))
+        except (ValueError, SyntaxError) as e:
+            raise TransformError(f"SPACE is a list but not a literal one ({e}); write its configs as literals") \
+                from e
+        grown = cst.parse_expression(repr(space_list.with_knob(entries, name, list(domain))))
+        mod = mod.deep_replace(sp[1].value, grown)  # type: ignore[assignment]
     else:
         stmt, _ = top_assign(mod, "CONFIG")  # type: ignore[misc]
         i = list(mod.body).index(stmt)
