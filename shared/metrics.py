@@ -94,6 +94,7 @@ def _child(metric: Any, *labels: str) -> Any:
         child = _children[key] = metric.labels(*labels)
     return child
 _kinds: dict[type, str] = {}  # message type -> its tag (__struct_config__ is built on each access)
+_published: dict[tuple[str, type], Any] = {}  # (service, message type) -> its kpilot_published_total child
 _latest_state: dict[tuple[str, str, str], StateVector] = {}
 _job_states: OrderedDict[tuple[str, str], str] = OrderedDict()  # (service, job id) -> last state
 _MAX_JOBS = 10_000
@@ -136,9 +137,14 @@ def on_handled(service: str, consumer: str, handler_s: float, lag_s: float) -> N
 def on_published(service: str, msg: Message) -> None:
     """Count one stored message and move the domain metric it stands for."""
     cls = type(msg)
-    kind = _kinds.get(cls) or _kinds.setdefault(cls, str(cls.__struct_config__.tag))
-    _child(PUBLISHED, service, kind).inc()
-    if isinstance(msg, JobUpdate):
+    counter = _published.get((service, cls))
+    if counter is None:  # first message of this kind from this service: resolve its tag and child once
+        kind = _kinds.get(cls) or _kinds.setdefault(cls, str(cls.__struct_config__.tag))
+        counter = _published[(service, cls)] = _child(PUBLISHED, service, kind)
+    counter.inc()
+    if cls is StateVector:  # the high-rate kind (telemetry) first; read at scrape time (GpuStateCollector)
+        _latest_state[(service, msg.node, msg.gpu)] = msg  # type: ignore[attr-defined]
+    elif isinstance(msg, JobUpdate):
         _job_state(service, msg.job_id or msg.id, msg.status)
         JOB_UPDATES.labels(service, msg.status).inc()
     elif isinstance(msg, Candidate):
