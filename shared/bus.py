@@ -282,31 +282,20 @@ def _redact(url: str) -> str:
 
 
 class _InProgress:
-    """Marks a message in progress every `every_s` while its handler works, so `ack_wait` never times out
-    live work. A timer on the loop, not a task per message: a handler that ends within `every_s` (nearly
-    all) costs one timer and its cancel."""
+    """Marks the message a consumer is handling in progress every `every_s`, so `ack_wait` never times
+    out live work. One ticker per consumer loop (its messages are handled one at a time), not a timer
+    or task per message: a message costs two assignments."""
 
-    __slots__ = ("every_s", "handle", "loop", "raw", "task")
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self.current: Msg | None = None
 
-    def __init__(self, raw: Msg, every_s: float) -> None:
-        self.raw, self.every_s = raw, every_s
-        self.loop = asyncio.get_running_loop()
-        self.task: asyncio.Task[None] | None = None
-        self.handle = self.loop.call_later(every_s, self._tick)
-
-    def _tick(self) -> None:
-        if self.task is None or self.task.done():
-            self.task = self.loop.create_task(self._send())
-        self.handle = self.loop.call_later(self.every_s, self._tick)
-
-    async def _send(self) -> None:
-        with contextlib.suppress(Exception):  # a failed progress ack only brings the redelivery forward
-            await self.raw.in_progress()
-
-    def cancel(self) -> None:
-        self.handle.cancel()
-        if self.task is not None:
-            self.task.cancel()
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every_s)
+            if (raw := self.current) is not None:
+                with contextlib.suppress(Exception):  # a failed progress ack only brings the redelivery forward
+                    await raw.in_progress()
 
 
 class Bus:
@@ -483,6 +472,7 @@ class Bus:
         pause = [0.0]  # monotonic time until which the loop waits (a dependency is down)
 
         counted = metrics.consumer(self.service, durable)  # the label children, resolved once
+        keepalive = _InProgress(ack_wait_s / 4)  # its ticker runs with the loop (below)
 
         async def _one(raw: Msg) -> None:
             # The per-message path is what every message pays: the delivery count (a parse of the reply
@@ -501,7 +491,7 @@ class Bus:
                 await raw.ack()
                 return
             t0 = time.monotonic()
-            keepalive = _InProgress(raw, ack_wait_s / 4)
+            keepalive.current = raw
             try:
                 await handler(msg)
             except Unavailable as e:  # not the message's fault: retry later, whatever it took so far
@@ -532,7 +522,7 @@ class Bus:
                     await raw.nak(delay=delay)
                 return
             finally:
-                keepalive.cancel()
+                keepalive.current = None
             await raw.ack()
             stats.handled += 1
             counted.handled.inc()
@@ -554,6 +544,7 @@ class Bus:
         async def _loop() -> None:
             sub = first.pop() if first else await _subscribe()
             failures = 0
+            ticker = asyncio.create_task(keepalive.run(), name=f"in-progress:{durable}")
             try:
                 while not self._stopping.is_set():
                     if (wait := pause[0] - time.monotonic()) > 0:
@@ -578,6 +569,7 @@ class Bus:
                         except Exception as e:  # noqa: BLE001 - an ack lost to a reconnect: redelivered later
                             log.warning("message left for redelivery", error=_describe(e))
             finally:
+                ticker.cancel()
                 with contextlib.suppress(ValueError):
                     self._subs.remove(sub)
                 with contextlib.suppress(Exception):
