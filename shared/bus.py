@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import os
 import time
 import urllib.parse
@@ -206,45 +207,59 @@ def _describe(e: BaseException) -> str:
 
 
 class _Watch:
-    """The liveness side of a watched request: the responder's ack, then pings of its micro id."""
+    """The liveness side of one watched request: the responder's ack, then pings of its micro id.
+
+    No task and no subscription of its own: the bus's one ack subscription hands it the ack (`acked`),
+    a timer pings the responder every `_LIVENESS_S`, and `lost` gets why the responder is gone. A
+    responder that does not acknowledge within `_ACK_DEADLINE_S` (not a ServiceRuntime) is not watched:
+    the request's own timeout applies."""
+
+    __slots__ = ("handle", "loop", "lost", "nc", "ping", "service", "t0", "task", "who")
 
     def __init__(self, nc: Client, service: str) -> None:
         self.nc, self.service = nc, service
-        self.sub: Subscription | None = None
+        self.loop = asyncio.get_running_loop()
+        self.lost: asyncio.Future[str] = self.loop.create_future()
+        self.t0 = time.monotonic()
+        self.ping = ""
+        self.who: dict[str, str] = {}
+        self.handle: asyncio.TimerHandle | None = None
+        self.task: asyncio.Task[None] | None = None
 
-    async def start(self) -> str:
-        inbox = f"{REQUEST_ACK_PREFIX}.{self.nc.new_inbox().rsplit('.', 1)[-1]}"
-        self.sub = await self.nc.subscribe(inbox, max_msgs=1)
-        return inbox
-
-    async def stop(self) -> None:
-        if self.sub is not None:
-            with contextlib.suppress(Exception):
-                await self.sub.unsubscribe()
-            self.sub = None
-
-    async def until_lost(self) -> str:
-        """Return why the responder is gone; never returns while it lives."""
-        assert self.sub is not None
-        t0 = time.monotonic()
+    def acked(self, data: bytes) -> None:
+        if self.ping or self.lost.done() or time.monotonic() - self.t0 > _ACK_DEADLINE_S:
+            return  # a second ack, or one past the deadline: the request is not watched
         try:
-            ack = await self.sub.next_msg(timeout=_ACK_DEADLINE_S)
-        except nats.errors.TimeoutError:  # a responder that does not acknowledge (not a ServiceRuntime):
-            await asyncio.Event().wait()  # nothing to watch, the request's own timeout applies
-        try:
-            who = msgspec.json.decode(ack.data, type=dict[str, str])
+            self.who = msgspec.json.decode(data, type=dict[str, str])
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return f"the {self.service} that took the request acknowledged it with a malformed ack"
-        ping = f"$SRV.PING.{self.service}.{who.get('id', '')}"
-        while True:
-            await asyncio.sleep(_LIVENESS_S)
-            try:
-                await self.nc.request(ping, b"", timeout=_PING_TIMEOUT_S)
-            except nats.errors.NoRespondersError:
-                return (f"{self.service} {who.get('instance', who.get('id', '?'))} took the request and was "
-                        f"gone {time.monotonic() - t0:.0f} s later (killed, or lost its connection)")
-            except Exception:  # noqa: BLE001, S112 - busy or reconnecting: not proof of death, ask again
-                continue
+            self.lost.set_result(f"the {self.service} that took the request acknowledged it with a malformed ack")
+            return
+        self.ping = f"$SRV.PING.{self.service}.{self.who.get('id', '')}"
+        self.handle = self.loop.call_later(_LIVENESS_S, self._tick)
+
+    def _tick(self) -> None:
+        self.task = self.loop.create_task(self._ping())
+
+    async def _ping(self) -> None:
+        try:
+            await self.nc.request(self.ping, b"", timeout=_PING_TIMEOUT_S)
+        except nats.errors.NoRespondersError:
+            if not self.lost.done():
+                self.lost.set_result(
+                    f"{self.service} {self.who.get('instance', self.who.get('id', '?'))} took the request and "
+                    f"was gone {time.monotonic() - self.t0:.0f} s later (killed, or lost its connection)")
+            return
+        except Exception:  # noqa: BLE001, S110 - busy or reconnecting: not proof of death, ask again
+            pass
+        self.handle = self.loop.call_later(_LIVENESS_S, self._tick)
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        if self.task is not None:
+            self.task.cancel()
+        if not self.lost.done():
+            self.lost.cancel()
 
 
 def _credentials(url: str) -> tuple[str | None, str | None]:
@@ -266,6 +281,23 @@ def _redact(url: str) -> str:
     return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
 
 
+class _InProgress:
+    """Marks the message a consumer is handling in progress every `every_s`, so `ack_wait` never times
+    out live work. One ticker per consumer loop (its messages are handled one at a time), not a timer
+    or task per message: a message costs two assignments."""
+
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self.current: Msg | None = None
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every_s)
+            if (raw := self.current) is not None:
+                with contextlib.suppress(Exception):  # a failed progress ack only brings the redelivery forward
+                    await raw.in_progress()
+
+
 class Bus:
     def __init__(self, nc: Client, service: str) -> None:
         self.nc = nc
@@ -277,7 +309,11 @@ class Bus:
         self._subs: list[JetStreamContext.PullSubscription] = []
         self._stopping = asyncio.Event()
         self.reconnected_at = 0.0  # time.monotonic() of the last reconnect, 0.0 if none
-        self._reconnect = asyncio.Event()  # set (and replaced) on each reconnect
+        self._reconnected: asyncio.Future[None] | None = None  # resolved (and dropped) on each reconnect
+        self._acks: dict[str, _Watch] = {}  # ack subject of a watched request in flight -> its watch
+        self._ack_sub: Subscription | None = None
+        self._ack_prefix = ""
+        self._ack_seq = itertools.count(1)
         self.dead: dict[str, str] = {}  # consumer -> why its loop is dead (health is unhealthy then)
         self.on_fatal: Callable[[str], None] | None = None  # the service runtime ends the process
 
@@ -296,8 +332,30 @@ class Bus:
 
     def on_reconnect(self) -> None:
         self.reconnected_at = time.monotonic()
-        self._reconnect.set()
-        self._reconnect = asyncio.Event()
+        if self._reconnected is not None and not self._reconnected.done():
+            self._reconnected.set_result(None)
+        self._reconnected = None
+
+    def _reconnect_future(self) -> asyncio.Future[None]:
+        """Resolved by the next reconnect (one future shared by every request in flight)."""
+        if self._reconnected is None or self._reconnected.done():
+            self._reconnected = asyncio.get_running_loop().create_future()
+        return self._reconnected
+
+    async def _ack_inbox(self, watch: _Watch) -> str:
+        """The subject the responder acknowledges `watch`'s request on: a token under this bus's one ack
+        subscription (made on first use; nats-py renews it after a reconnect)."""
+        if self._ack_sub is None:
+            self._ack_prefix = f"{REQUEST_ACK_PREFIX}.{self.nc.new_inbox().rsplit('.', 1)[-1]}"
+
+            async def _on_ack(ack: Msg) -> None:
+                if (w := self._acks.get(ack.subject)) is not None:
+                    w.acked(ack.data)
+
+            self._ack_sub = await self.nc.subscribe(f"{self._ack_prefix}.*", cb=_on_ack)
+        inbox = f"{self._ack_prefix}.{next(self._ack_seq)}"
+        self._acks[inbox] = watch
+        return inbox
 
     # ------------------------------------------------------------ publish / request
 
@@ -342,24 +400,26 @@ class Bus:
         data, deadline = encode(msg), time.monotonic() + timeout_s
         while True:
             watch = _Watch(self.nc, responder) if responder else None
-            headers = {ACK_TO_HEADER: await watch.start()} if watch else None
-            reconnected = asyncio.ensure_future(self._reconnect.wait())
+            headers = {ACK_TO_HEADER: await self._ack_inbox(watch)} if watch else None
+            reconnected = self._reconnect_future()
             pending = asyncio.ensure_future(self.nc.request(
                 subject, data, timeout=max(deadline - time.monotonic(), 0.001), headers=headers))
-            lost = asyncio.ensure_future(watch.until_lost() if watch else asyncio.Event().wait())
+            waits: set[asyncio.Future[object]] = {pending, reconnected}  # type: ignore[arg-type]
+            if watch:
+                waits.add(watch.lost)  # type: ignore[arg-type]
             try:
-                await asyncio.wait({pending, reconnected, lost}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             finally:  # also when our caller is cancelled
-                reconnected.cancel()
                 dropped = not pending.done()
                 if dropped:
                     pending.cancel()
-                gone = lost.done() and not lost.cancelled() and lost.exception() is None
-                lost.cancel()
+                gone = watch is not None and watch.lost.done() and not watch.lost.cancelled()
+                reason = watch.lost.result() if gone else ""  # type: ignore[union-attr]
                 if watch:
-                    await watch.stop()
+                    watch.stop()
+                    self._acks.pop(headers[ACK_TO_HEADER], None)  # type: ignore[index]
             if dropped and gone and not reconnected.done():
-                raise ResponderLost(f"{subject}: {lost.result()}")
+                raise ResponderLost(f"{subject}: {reason}")
             if dropped:  # the connection dropped and came back while we waited: the reply may be lost
                 self.log.info("request resent after a reconnect", subject=subject, message_id=msg.id)
                 continue
@@ -411,24 +471,27 @@ class Bus:
         log = self.log.bind(consumer=durable)
         pause = [0.0]  # monotonic time until which the loop waits (a dependency is down)
 
+        counted = metrics.consumer(self.service, durable)  # the label children, resolved once
+        keepalive = _InProgress(ack_wait_s / 4)  # its ticker runs with the loop (below)
+
         async def _one(raw: Msg) -> None:
+            # The per-message path is what every message pays: the delivery count (a parse of the reply
+            # subject) and a logger bound to the message are made only where a failure needs them.
             stats.received += 1
-            metrics.on_consumed(self.service, durable, "received")
-            deliveries = raw.metadata.num_delivered
+            counted.received.inc()
             try:
                 msg = decode(raw.data, msg_type, max_bytes=max_bytes)
             except Exception as e:  # noqa: BLE001 - any decode failure (RecursionError included) is the message's
-                await self._reject(raw, f"invalid message: {e}{schema_violations(raw.data)}", deliveries, stats,
-                                   durable)
+                await self._reject(raw, f"invalid message: {e}{schema_violations(raw.data)}",
+                                   raw.metadata.num_delivered, stats, durable)
                 return
             if msg.id in seen:
                 stats.duplicates += 1
-                metrics.on_consumed(self.service, durable, "duplicate")
+                counted.duplicate.inc()
                 await raw.ack()
                 return
             t0 = time.monotonic()
-            mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
-            keepalive = asyncio.create_task(self._keep_in_progress(raw, ack_wait_s / 4))
+            keepalive.current = raw
             try:
                 await handler(msg)
             except Unavailable as e:  # not the message's fault: retry later, whatever it took so far
@@ -437,13 +500,15 @@ class Bus:
                 deferred[msg.id] = retries + 1
                 if len(deferred) > _SEEN_IDS:
                     deferred.popitem(last=False)
-                mlog.warning("dependency unavailable, message deferred", reason=str(e), delay_s=delay,
-                             retries=retries + 1)
+                log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject).warning(
+                    "dependency unavailable, message deferred", reason=str(e), delay_s=delay, retries=retries + 1)
                 stats.deferred += 1
                 pause[0] = time.monotonic() + delay
                 await raw.nak(delay=delay)
                 return
             except Exception as e:  # noqa: BLE001 - a handler bug must not crash the service: retry, then dead-letter
+                mlog = log.bind(message_id=msg.id, job_id=msg.job_id, subject=raw.subject)
+                deliveries = raw.metadata.num_delivered
                 tries = deliveries - deferred.get(msg.id, 0)
                 if tries >= max_deliver:
                     mlog.exception("handler failed, dead-lettering", deliveries=deliveries)
@@ -453,16 +518,18 @@ class Bus:
                     delay = backoff[min(tries - 1, len(backoff) - 1)]
                     mlog.exception("handler failed, will retry", deliveries=deliveries, delay_s=delay)
                     stats.retried += 1
-                    metrics.on_consumed(self.service, durable, "retried")
+                    counted.retried.inc()
                     await raw.nak(delay=delay)
                 return
             finally:
-                keepalive.cancel()
+                keepalive.current = None
             await raw.ack()
             stats.handled += 1
-            metrics.on_consumed(self.service, durable, "handled")
-            metrics.on_handled(self.service, durable, time.monotonic() - t0, time.time() - msg.ts)
-            deferred.pop(msg.id, None)
+            counted.handled.inc()
+            counted.handler_seconds.observe(time.monotonic() - t0)
+            counted.lag_seconds.observe(max(time.time() - msg.ts, 0.0))
+            if deferred:
+                deferred.pop(msg.id, None)
             seen[msg.id] = None
             if len(seen) > _SEEN_IDS:
                 seen.popitem(last=False)
@@ -477,6 +544,7 @@ class Bus:
         async def _loop() -> None:
             sub = first.pop() if first else await _subscribe()
             failures = 0
+            ticker = asyncio.create_task(keepalive.run(), name=f"in-progress:{durable}")
             try:
                 while not self._stopping.is_set():
                     if (wait := pause[0] - time.monotonic()) > 0:
@@ -501,6 +569,7 @@ class Bus:
                         except Exception as e:  # noqa: BLE001 - an ack lost to a reconnect: redelivered later
                             log.warning("message left for redelivery", error=_describe(e))
             finally:
+                ticker.cancel()
                 with contextlib.suppress(ValueError):
                     self._subs.remove(sub)
                 with contextlib.suppress(Exception):
@@ -540,13 +609,6 @@ class Bus:
         if self.on_fatal is not None:
             self.on_fatal(f"consumer {durable}: {reason}")
 
-    @staticmethod
-    async def _keep_in_progress(raw: Msg, every_s: float) -> None:
-        with contextlib.suppress(Exception):  # a failed progress ack only brings the redelivery forward
-            while True:
-                await asyncio.sleep(every_s)
-                await raw.in_progress()
-
     async def _reject(self, raw: Msg, reason: str, deliveries: int, stats: ConsumerStats, durable: str) -> None:
         """Dead-letter and terminate `raw`; if the dead letter cannot be stored, leave the message for
         redelivery (nothing is dropped without its reason on record)."""
@@ -557,7 +619,7 @@ class Bus:
             await raw.nak(delay=DEFAULT_BACKOFF[-1])
             return
         stats.dead_lettered += 1
-        metrics.on_consumed(self.service, durable, "dead_lettered")
+        metrics.consumer(self.service, durable).dead_lettered.inc()
         await raw.term()
 
     async def dead_letter(self, raw: Msg, reason: str, deliveries: int = 1) -> None:

@@ -434,6 +434,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = ANY_MESSAGE.__args__  # type: ignore[
 
 _encoder = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder(ANY_MESSAGE)
+_decoders: dict[type, msgspec.json.Decoder] = {}  # one per message type, made on first use
 
 
 def encode(msg: Message) -> bytes:
@@ -450,4 +451,7 @@ def decode(data: bytes, type_: type[Message] | None = None, *, max_bytes: int | 
     limits.check(data, max_bytes=max_bytes)
     if type_ is None:
         return _any_decoder.decode(data)
-    return msgspec.json.decode(data, type=type_)
+    decoder = _decoders.get(type_)
+    if decoder is None:
+        decoder = _decoders[type_] = msgspec.json.Decoder(type_)
+    return decoder.decode(data)

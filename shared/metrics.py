@@ -1,8 +1,9 @@
 """Prometheus metrics of a kernelpilot process: their definitions, what the bus feeds them, and the HTTP
 endpoint that serves them (`/metrics`, loopback by default).
 
-The bus calls three hooks (shared/bus.py): `on_consumed` for every message a durable consumer takes
-(received, handled, retried, duplicate, dead-lettered, handler latency, bus lag), `on_published` for every
+The bus moves a `ConsumerMetrics` (its label children, resolved once) for every message a durable consumer
+takes (received, handled, retried, duplicate, dead-lettered, handler latency, bus lag; `on_consumed` /
+`on_handled` are the same by name), and calls `on_published` for every
 message a service stores (the domain counters are derived from the messages themselves: a JobUpdate moves
 `kpilot_jobs`, a Verdict counts a candidate at its layer and its GPU seconds, an AuditRecord is a tool call
 served, a patch decision counts by outcome, a StateVector sets the GPU state gauges). The planner's LLM
@@ -93,9 +94,35 @@ def _child(metric: Any, *labels: str) -> Any:
         child = _children[key] = metric.labels(*labels)
     return child
 _kinds: dict[type, str] = {}  # message type -> its tag (__struct_config__ is built on each access)
+_published: dict[tuple[str, type], Any] = {}  # (service, message type) -> its kpilot_published_total child
 _latest_state: dict[tuple[str, str, str], StateVector] = {}
 _job_states: OrderedDict[tuple[str, str], str] = OrderedDict()  # (service, job id) -> last state
 _MAX_JOBS = 10_000
+
+
+class ConsumerMetrics:
+    """One durable consumer's label children, resolved once: the bus moves them per message."""
+
+    __slots__ = ("dead_lettered", "duplicate", "handled", "handler_seconds", "lag_seconds", "received", "retried")
+
+    def __init__(self, service: str, consumer: str) -> None:
+        self.received, self.handled, self.retried, self.duplicate, self.dead_lettered = (
+            _child(MESSAGES, service, consumer, outcome)
+            for outcome in ("received", "handled", "retried", "duplicate", "dead_lettered"))
+        self.handler_seconds = _child(HANDLER_SECONDS, service, consumer)
+        self.lag_seconds = _child(BUS_LAG, service, consumer)
+
+
+_consumers: dict[tuple[str, str], ConsumerMetrics] = {}
+
+
+def consumer(service: str, consumer: str) -> ConsumerMetrics:
+    """The metrics of `consumer` of `service` (the same object on every call)."""
+    key = (service, consumer)
+    found = _consumers.get(key)
+    if found is None:
+        found = _consumers[key] = ConsumerMetrics(service, consumer)
+    return found
 
 
 def on_consumed(service: str, consumer: str, outcome: ConsumeOutcome) -> None:
@@ -110,9 +137,14 @@ def on_handled(service: str, consumer: str, handler_s: float, lag_s: float) -> N
 def on_published(service: str, msg: Message) -> None:
     """Count one stored message and move the domain metric it stands for."""
     cls = type(msg)
-    kind = _kinds.get(cls) or _kinds.setdefault(cls, str(cls.__struct_config__.tag))
-    _child(PUBLISHED, service, kind).inc()
-    if isinstance(msg, JobUpdate):
+    counter = _published.get((service, cls))
+    if counter is None:  # first message of this kind from this service: resolve its tag and child once
+        kind = _kinds.get(cls) or _kinds.setdefault(cls, str(cls.__struct_config__.tag))
+        counter = _published[(service, cls)] = _child(PUBLISHED, service, kind)
+    counter.inc()
+    if cls is StateVector:  # the high-rate kind (telemetry) first; read at scrape time (GpuStateCollector)
+        _latest_state[(service, msg.node, msg.gpu)] = msg  # type: ignore[attr-defined]
+    elif isinstance(msg, JobUpdate):
         _job_state(service, msg.job_id or msg.id, msg.status)
         JOB_UPDATES.labels(service, msg.status).inc()
     elif isinstance(msg, Candidate):

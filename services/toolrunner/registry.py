@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import threading
 import time
 from collections import OrderedDict
 from functools import cached_property
@@ -23,6 +25,9 @@ from shared.messages import ToolError, ToolRequest, ToolResult
 
 # Cached results kept per runner; a compile output is ~2 KB of record (artifacts live in the store).
 _CACHE_ENTRIES = 4096
+# A cache lookup reads and hashes the files the arguments name; up to this many bytes in all it is done on
+# the event loop (~0.1 ms for a task file), beyond that in a worker thread like a run.
+_INLINE_FILE_BYTES = 1 << 20
 
 
 class Schemas:
@@ -66,6 +71,20 @@ def cache_key(spec: ToolSpec, args: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
+def _file_bytes(args: dict[str, Any]) -> int:
+    """The size of every file the arguments name (what `cache_key` reads)."""
+    total = 0
+    for value in _strings(args):
+        if len(value) < MAX_PATH_CHARS:
+            try:
+                st = os.stat(value)
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    return total
+
+
 def _strings(x: Any) -> list[str]:
     if isinstance(x, str):
         return [x]
@@ -87,10 +106,56 @@ class ToolExecutor:
         self.gpus = gpus
         self.runner = runner
         self._cache: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._valid: OrderedDict[tuple[str, str], None] = OrderedDict()  # arguments that passed the schema
+        self._valid_lock = threading.Lock()
+        self._cache_lock = threading.Lock()  # `cached` runs on the event loop while `execute` runs in threads
+
+    def _input_violations(self, tool: str, schemas: Schemas, args: dict[str, Any]) -> list[str]:
+        """The input schema's violations of `args`; arguments that passed once (the same canonical JSON
+        for the same tool) are remembered, so a repeated call (a cache hit) is not validated again."""
+        try:  # JSON values only: an in-process caller's Path is not the string it prints as
+            canonical = (tool, json.dumps(args, sort_keys=True))
+        except (TypeError, ValueError):
+            return violations(schemas.input_validator, args)
+        with self._valid_lock:  # execute runs in worker threads
+            if canonical in self._valid:
+                self._valid.move_to_end(canonical)
+                return []
+        found = violations(schemas.input_validator, args)
+        if not found:
+            with self._valid_lock:
+                self._valid[canonical] = None
+                if len(self._valid) > _CACHE_ENTRIES:
+                    self._valid.popitem(last=False)
+        return found
 
     def available(self) -> list[str]:
         """Tools this runner advertises: GPU tools only where a GPU is present."""
         return [n for n, s in self.specs.items() if self.gpus > 0 or not s.needs_gpu]
+
+    def cached(self, req: ToolRequest, *, max_file_bytes: int = _INLINE_FILE_BYTES) -> ToolResult | None:
+        """The cached result of `req`, admitted by the same checks as `execute` (tool, GPU, input schema,
+        path rules, file contents in the key), or None: not cached, not cacheable, refused (`execute`
+        says why), or naming files over `max_file_bytes` in all. Cheap enough for the event loop, so a
+        repeated call is answered without a worker thread and without queueing behind running tools."""
+        start = time.perf_counter()
+        spec = self.specs.get(req.tool)
+        if spec is None or not spec.cacheable or (spec.needs_gpu and self.gpus == 0):
+            return None
+        if _file_bytes(req.args) > max_file_bytes or self._input_violations(req.tool, self.schemas[req.tool],
+                                                                             req.args):
+            return None
+        if check_request(req.args, self.roots):
+            return None
+        key = cache_key(spec, req.args)
+        with self._cache_lock:
+            doc = self._cache.get(key)
+            if doc is None:
+                return None
+            self._cache.move_to_end(key)
+        return ToolResult(source="toolrunner", tool=req.tool, tool_version=spec.version, ok=True, result=doc,
+                          cached=True, duration_s=time.perf_counter() - start, runner=self.runner,
+                          **req.caused())
 
     def execute(self, req: ToolRequest) -> ToolResult:
         start = time.perf_counter()
@@ -110,16 +175,18 @@ class ToolExecutor:
         if spec.needs_gpu and self.gpus == 0:
             return fail("unavailable", f"unavailable: no GPU on runner {self.runner}")
         schemas = self.schemas[req.tool]
-        found = violations(schemas.input_validator, req.args)
-        if found:
+        if found := self._input_violations(req.tool, schemas, req.args):
             return fail("invalid_request", f"{req.tool}: {len(found)} problem(s) in the arguments; see "
                         f"`kpilot tool --list` for the input schema", found)
         if bad := check_request(req.args, self.roots):
             return fail("refused", f"{req.tool}: {bad[0]}", bad)
         key = cache_key(spec, req.args) if spec.cacheable else None
-        if key is not None and key in self._cache:
-            self._cache.move_to_end(key)
-            return result(ok=True, result=self._cache[key], cached=True)
+        with self._cache_lock:
+            doc = self._cache.get(key) if key is not None else None
+            if doc is not None:
+                self._cache.move_to_end(key)  # type: ignore[arg-type]
+        if doc is not None:
+            return result(ok=True, result=doc, cached=True)
         try:
             args = msgspec.convert(req.args, spec.input)
             if spec.check is not None:
@@ -139,7 +206,8 @@ class ToolExecutor:
         if bad:  # our bug, not the caller's: never return a record that breaks its own schema
             return fail("internal", f"{req.tool} produced an output that breaks its schema", bad)
         if key is not None:
-            self._cache[key] = doc
-            if len(self._cache) > _CACHE_ENTRIES:
-                self._cache.popitem(last=False)
+            with self._cache_lock:
+                self._cache[key] = doc
+                if len(self._cache) > _CACHE_ENTRIES:
+                    self._cache.popitem(last=False)
         return result(ok=True, result=doc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+from collections import OrderedDict
 from pathlib import Path
 
 import msgspec
@@ -46,7 +47,7 @@ async def setup(runtime: ServiceRuntime) -> None:
                            tools=",".join(executor.available()), sandbox=sandbox.summary(),
                            task_roots=":".join(executor.roots.roots) if executor.roots else "",
                            gpu_tools=",".join(n for n, s in executor.specs.items() if s.needs_gpu))
-    artifacts = await runtime.bus.js.object_store("artifacts")
+    artifacts = ArtifactMirror(await runtime.bus.js.object_store("artifacts"), compiler)
     pool, gpu = asyncio.Semaphore(CPU_POOL), asyncio.Semaphore(max(executor.gpus, 1))
 
     async def serve(name: str, req: Request) -> None:
@@ -59,11 +60,13 @@ async def setup(runtime: ServiceRuntime) -> None:
             return
         if tool_req.tool != name:
             tool_req = msgspec.structs.replace(tool_req, tool=name)  # the subject names the tool
-        async with gpu if executor.specs[name].needs_gpu else pool:
-            result = await asyncio.to_thread(executor.execute, tool_req)
+        result = executor.cached(tool_req)  # a repeated call: answered here, no thread, no queue
+        if result is None:
+            async with gpu if executor.specs[name].needs_gpu else pool:
+                result = await asyncio.to_thread(executor.execute, tool_req)
         if name == "compile" and result.ok and result.result is not None:
             # before the reply: a caller may fetch the artifacts the result names as soon as it has it
-            await publish_artifacts(artifacts, compiler, result.result)
+            await artifacts.mirror(result.result)
         await req.respond(encode(result))
         args_hash = hashlib.sha256(msgspec.json.encode(tool_req.args)).hexdigest()
         outcome = "ok" + (" (cached)" if result.cached else "") if result.ok else result.error.code  # type: ignore[union-attr]
@@ -97,17 +100,33 @@ async def setup(runtime: ServiceRuntime) -> None:
     await runtime.add_endpoint("list", LIST_SUBJECT, list_tools)
 
 
-async def publish_artifacts(store: ObjectStore, compiler: compile_tool.Compiler, record: dict) -> None:
+class ArtifactMirror:
     """Mirror a compile's artifacts into the JetStream object store `artifacts`, named by sha256, so any
-    service (or another runner) can fetch them; the runner's local store stays its fast cache."""
-    for art in record.get("artifacts", []):
-        key = art["sha256"]
-        try:
-            await store.get_info(key)
-            continue  # content-addressed: stored once, whoever compiled it
-        except ObjectNotFoundError:
-            pass
-        await store.put(key, compiler.store.get(key), meta=ObjectMeta(name=key, description=art["kind"]))
+    service (or another runner) can fetch them; the runner's local store stays its fast cache.
+
+    The store is content-addressed and keeps objects without age or size limits (shared/subjects.py), so
+    a key this runner stored or found there once stays there: it is remembered and not asked about again.
+    A cached compile (same artifacts every time) then costs no object-store round trip per artifact (an
+    object deleted from the store by hand is put back by the next runner that has not seen it)."""
+
+    def __init__(self, store: ObjectStore, compiler: compile_tool.Compiler, *, remember: int = 65_536) -> None:
+        self.store, self.compiler, self.remember = store, compiler, remember
+        self._present: OrderedDict[str, None] = OrderedDict()
+
+    async def mirror(self, record: dict) -> None:
+        for art in record.get("artifacts", []):
+            key = art["sha256"]
+            if key in self._present:
+                self._present.move_to_end(key)
+                continue
+            try:
+                await self.store.get_info(key)  # content-addressed: stored once, whoever compiled it
+            except ObjectNotFoundError:
+                await self.store.put(key, self.compiler.store.get(key),
+                                     meta=ObjectMeta(name=key, description=art["kind"]))
+            self._present[key] = None
+            if len(self._present) > self.remember:
+                self._present.popitem(last=False)
 
 
 def gpu_model() -> str | None:
