@@ -78,9 +78,9 @@ class Recorder:
             return out
 
         # Tools import run_worker by name; import them all (the catalog), then patch every binding.
-        from services.kpilot.local_tools import spec
+        from services.toolrunner.catalog import load_specs
 
-        spec("load_task")
+        load_specs()
         for mod in list(sys.modules.values()):
             if getattr(mod, "run_worker", None) is original:
                 mod.run_worker = recorded  # type: ignore[attr-defined]

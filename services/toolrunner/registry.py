@@ -1,7 +1,8 @@
 """Run one tool request: validate, check, execute, validate the output, cache; always a ToolResult.
 
-Pure with respect to NATS: the adapter (service.py) and in-process clients (tests, `kpilot verify`)
-both call `ToolExecutor.execute`.
+Pure with respect to NATS: the adapter (service.py) and the in-process client (shared/toolclient.py's
+`InProcessToolClient` over `local_executor()`: `kpilot verify`, the benchmarks, the tests) both call
+`ToolExecutor.execute`, so every path gets the same checks.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections import OrderedDict
 from functools import cached_property
@@ -17,6 +19,8 @@ from typing import Any
 import jsonschema
 import msgspec
 
+from services.toolrunner.catalog import load_specs
+from services.toolrunner.nvtools import gpu_count
 from services.toolrunner.task_paths import MAX_PATH_CHARS, TaskRoots, check_request
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from shared.messages import ToolError, ToolRequest, ToolResult
@@ -87,6 +91,9 @@ class ToolExecutor:
         self.gpus = gpus
         self.runner = runner
         self._cache: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        # Both callers run execute() in worker threads at once (asyncio.to_thread): the LRU's reorder and
+        # eviction must not interleave.
+        self._lock = threading.Lock()
 
     def available(self) -> list[str]:
         """Tools this runner advertises: GPU tools only where a GPU is present."""
@@ -117,9 +124,8 @@ class ToolExecutor:
         if bad := check_request(req.args, self.roots):
             return fail("refused", f"{req.tool}: {bad[0]}", bad)
         key = cache_key(spec, req.args) if spec.cacheable else None
-        if key is not None and key in self._cache:
-            self._cache.move_to_end(key)
-            return result(ok=True, result=self._cache[key], cached=True)
+        if key is not None and (hit := self._cached(key)) is not None:
+            return result(ok=True, result=hit, cached=True)
         try:
             args = msgspec.convert(req.args, spec.input)
             if spec.check is not None:
@@ -139,7 +145,22 @@ class ToolExecutor:
         if bad:  # our bug, not the caller's: never return a record that breaks its own schema
             return fail("internal", f"{req.tool} produced an output that breaks its schema", bad)
         if key is not None:
-            self._cache[key] = doc
-            if len(self._cache) > _CACHE_ENTRIES:
-                self._cache.popitem(last=False)
+            with self._lock:
+                self._cache[key] = doc
+                if len(self._cache) > _CACHE_ENTRIES:
+                    self._cache.popitem(last=False)
         return result(ok=True, result=doc)
+
+    def _cached(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            doc = self._cache.get(key)
+            if doc is not None:
+                self._cache.move_to_end(key)
+            return doc
+
+
+def local_executor(*, gpus: int | None = None, runner: str = "in-process") -> ToolExecutor:
+    """The executor the toolrunner service runs, for use in this process: every tool of the catalog and
+    every check (schemas, GPU, paths, output, cache). `gpus` None counts the GPUs NVML sees. Paths are
+    checked but not confined to task roots: the caller names its own files, as `kpilot verify` does."""
+    return ToolExecutor(load_specs(), gpus=gpu_count() if gpus is None else gpus, runner=runner)

@@ -13,7 +13,7 @@ import time
 
 import msgspec
 
-from services.kpilot.local_tools import run_tool
+from services.toolrunner.registry import local_executor
 from services.verifier.service import setup
 from shared.messages import Candidate, ToolRequest, Verdict, decode, encode
 from shared.service import ServiceRuntime
@@ -89,11 +89,11 @@ async def test_a_runner_lost_mid_call_defers_the_candidate_and_it_is_verified_on
     await a.micro.stop()  # type: ignore[union-attr]
     a.micro = None
     await a.start()
+    executor = local_executor(runner=a.instance)
     for name in ("load_task", "compile", "ptxas_info", "sass", "honesty_probe"):
         async def handler(msg, name=name) -> None:  # type: ignore[no-untyped-def]
-            req = decode(msg.data, ToolRequest)
-            res = await asyncio.to_thread(run_tool, req.tool, req.args, "toolrunner")
-            await msg.respond(encode(msgspec.structs.replace(res, **req.caused())))
+            req = msgspec.structs.replace(decode(msg.data, ToolRequest), tool=name)
+            await msg.respond(encode(await asyncio.to_thread(executor.execute, req)))
         await a.add_endpoint(name, tool_subject(name), handler, queue_group="toolrunner", concurrent=True)
     await a.add_endpoint("run_correctness", tool_subject("run_correctness"), hang, queue_group="toolrunner",
                          concurrent=True)
