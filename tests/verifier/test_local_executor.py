@@ -11,8 +11,9 @@ import asyncio
 from pathlib import Path
 
 from services.kpilot.commands.verify import tool_client
-from services.kpilot.local_tools import LocalToolClient
 from services.toolrunner.registry import local_executor
+from shared.messages import ToolRequest, ToolResult
+from shared.toolclient import InProcessToolClient
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = str(ROOT / "examples" / "vector_add.py")
@@ -33,7 +34,7 @@ def test_kpilot_verify_tool_path_rejects_a_schema_invalid_argument_with_the_exec
 
 
 def test_a_gpu_tool_on_an_executor_without_a_gpu_is_unavailable_before_it_runs() -> None:
-    client = LocalToolClient(source="test", executor=local_executor(gpus=0))
+    client = InProcessToolClient(local_executor(gpus=0), source="test")
     res = asyncio.run(client.call("bench", {"task_path": TASK}))
     assert not res.ok and res.error is not None
     assert (res.error.code, res.error.message) == ("unavailable", "unavailable: no GPU on runner in-process")
@@ -59,3 +60,19 @@ def test_a_path_argument_gets_the_executor_file_check(tmp_path: Path) -> None:
     assert not res.ok and res.error is not None and res.error.code == "refused"
     assert res.error.message == (f"compile: task_path: {folder} is a directory, not a regular file; pass the "
                                  "path of a task .py file")
+
+
+def test_the_in_process_client_sends_the_job_and_causation_like_the_bus_client() -> None:
+    executor, sent = local_executor(gpus=0), []
+
+    class Recorder:
+        def execute(self, req: ToolRequest) -> ToolResult:
+            sent.append(req)
+            return executor.execute(req)
+
+    client = InProcessToolClient(Recorder(), source="verifier", job_id="job-1", causation_id="c-1")
+    res = asyncio.run(client.call("launch_config", LAUNCH))
+    asyncio.run(client.call("launch_config", LAUNCH, job_id="job-2", causation_id="c-2"))
+    assert [(r.source, r.tool, r.job_id, r.causation_id) for r in sent] == [
+        ("verifier", "launch_config", "job-1", "c-1"), ("verifier", "launch_config", "job-2", "c-2")]
+    assert (res.ok, res.source, res.job_id, res.causation_id) == (True, "toolrunner", "job-1", sent[0].id)

@@ -15,9 +15,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from services.kpilot.local_tools import VERIFIER_TOOLS
 from services.toolrunner.catalog import load_specs
 from services.toolrunner.registry import local_executor
+from services.verifier.funnel import TOOLS as VERIFIER_TOOLS
 from services.verifier.service import setup
 from shared.bus import Bus, NoResponders
 from shared.messages import Candidate, ToolRequest, ToolResult, Verdict, decode, encode
@@ -131,7 +131,7 @@ async def test_with_the_real_toolrunner_service(make_bus) -> None:  # type: igno
 
 async def test_a_tool_nobody_serves_is_unavailable_not_an_exception(make_bus) -> None:  # type: ignore[no-untyped-def]
     # A runner without a GPU registers no tools.bench endpoint: the funnel must read that as "no GPU".
-    from services.verifier.client import BusToolClient
+    from shared.toolclient import BusToolClient
 
     await serve_specs(await make_bus("toolrunner"))  # a CPU runner: no tools.ncu_profile
     res = await BusToolClient(await make_bus("verifier")).call("ncu_profile", {"task_path": TASK})

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 if TYPE_CHECKING:
-    from services.kpilot.local_tools import LocalToolClient
+    from shared.toolclient import InProcessToolClient
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,11 +52,12 @@ def parse_config(items: list[str]) -> dict[str, int | float | str | bool]:
     return out
 
 
-def tool_client() -> LocalToolClient:
+def tool_client() -> InProcessToolClient:
     """How `kpilot verify` reaches the tools: the toolrunner's executor in this process, no bus."""
-    from services.kpilot.local_tools import LocalToolClient
+    from services.toolrunner.registry import local_executor
+    from shared.toolclient import InProcessToolClient
 
-    return LocalToolClient(source="kpilot")
+    return InProcessToolClient(local_executor(), source="kpilot")
 
 
 def _verify(args: argparse.Namespace) -> int:
