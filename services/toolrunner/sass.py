@@ -125,4 +125,5 @@ SPEC = ToolSpec(
     run=run,
     check=check,
     cacheable=True,
+    for_plans=True,
 )
