@@ -1,4 +1,5 @@
-"""Read SASS text (nvdisasm --print-line-info, or cuobjdump -sass) and `ptxas -v` output.
+"""Read SASS text (nvdisasm --print-line-info, or cuobjdump -sass); `ptxas -v` output through the shared
+parser (shared/parsers/ptxas.py).
 
 With nvdisasm line info (`//## File "k.py", line 23`) instructions are attributed to source lines;
 cuobjdump text has no line info, so only whole-kernel counts are available (attributed to line 0).
@@ -10,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from shared.parsers.ptxas import kernel_info
 from shared.tools.decompose import PtxasInfo, SassLine
 
 _FILE = re.compile(r'//##\s*File\s+"([^"]*)",\s*line\s+(\d+)')
@@ -103,30 +105,9 @@ def per_line(sass: Sass) -> list[SassLine]:
 
 
 def parse_ptxas(text: str, kernel: str = "") -> PtxasInfo | None:
-    """`ptxas -v` stderr -> registers, spills, stack, smem. None when the text has no `Used N registers`."""
-    info = PtxasInfo()
-    found = False
-    active = not kernel
-    for s in text.splitlines():
-        m = re.search(r"(?:Compiling entry function|Function properties for)\s+'?([\w$.]+)'?", s)
-        if m:
-            active = not kernel or m.group(1) == kernel
-        if not active:
-            continue
-        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", s)
-        if m:
-            info.stack_frame, info.spill_stores, info.spill_loads = (int(x) for x in m.groups())
-        m = re.search(r"Used (\d+) registers", s)
-        if m:
-            found = True
-            info.registers = int(m.group(1))
-            b = re.search(r"used (\d+) barriers", s)
-            info.barriers = int(b.group(1)) if b else 0
-            sm = re.search(r"(\d+) bytes smem", s)
-            info.smem_bytes = int(sm.group(1)) if sm else 0
-            cm = re.findall(r"(\d+) bytes cmem", s)
-            info.cmem_bytes = sum(int(x) for x in cm)
-    return info if found else None
+    """`ptxas -v` stderr -> registers, spills, stack, smem (shared/parsers/ptxas.py reads it). None when
+    the text has no `Used N registers` for the kernel."""
+    return kernel_info(text, kernel)
 
 
 def ptx_vector_loads(ptx: str) -> Counter[int]:

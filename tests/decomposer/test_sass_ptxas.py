@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from services.decomposer.sass import access_bits, parse_ptxas, parse_sass, per_line, ptx_vector_loads
+from shared.parsers.ptxas import parse_ptxas_v
 from tests.decomposer import decomposer_corpus as corpus
+
+PTXAS_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ptxas"
 
 
 def test_ptxas_registers_and_spills() -> None:
@@ -14,6 +19,23 @@ def test_ptxas_registers_and_spills() -> None:
     clean = parse_ptxas(corpus.load("clean_add")[0].ptxas_info)
     assert clean is not None and clean.spill_stores == 0 and clean.registers and clean.registers < 64
     assert parse_ptxas("nothing here") is None
+
+
+def test_the_decomposer_reads_ptxas_as_the_ptxas_info_tool_does() -> None:
+    # One parser (shared/parsers/ptxas.py): each kernel's figures are the tool's report of the same text.
+    texts = [p for p in sorted(PTXAS_FIXTURES.glob("*.txt")) if "res-usage" not in p.name]
+    assert len(texts) >= 6
+    for path in texts:
+        text = path.read_text()
+        entries = [f for f in parse_ptxas_v(text).functions if f.registers is not None]
+        assert entries, path.name
+        for f in entries:
+            info = parse_ptxas(text, f.name)
+            assert info is not None, (path.name, f.name)
+            assert (info.registers, info.spill_stores, info.spill_loads, info.stack_frame, info.smem_bytes) == (
+                f.registers, f.spill_stores_bytes, f.spill_loads_bytes, f.stack_frame_bytes, f.shared_bytes)
+            assert info.cmem_bytes == sum(b.bytes for b in f.constant) and info.barriers == (f.barriers or 0)
+        assert parse_ptxas(text) == parse_ptxas(text, entries[-1].name)  # no name: the last entry
 
 
 def test_sass_line_correlation_vector_widths() -> None:
