@@ -6,6 +6,7 @@ from pathlib import Path
 
 from services.decomposer.sass import access_bits, parse_ptxas, parse_sass, per_line, ptx_vector_loads
 from shared.parsers.ptxas import parse_ptxas_v
+from shared.parsers.sass import kernels_from_text
 from tests.decomposer import decomposer_corpus as corpus
 
 PTXAS_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ptxas"
@@ -64,3 +65,16 @@ def test_access_bits_and_ptx_widths() -> None:
     assert [access_bits(x) for x in ("LDG.E.128", "LDG.E", "LDG.E.U16", "STG.E.64")] == [128, 32, 16, 64]
     widths = ptx_vector_loads(corpus.load("clean_add")[0].ptx)
     assert widths and max(widths) == 128
+
+
+def test_the_decomposer_reads_sass_as_the_sass_tool_does() -> None:
+    # One parser (shared/parsers/sass.py): the same instructions, in the same order, with the full opcode
+    # (the decomposer's old reader cut "HGMMA.64x128x16.F32.BF16" at the first lowercase letter).
+    art, _, _ = corpus.load("matmul_one_stage")
+    (tool,) = kernels_from_text(art.sass)
+    mine = parse_sass(art.sass, tool.name)
+    assert mine.kernels == [tool.name] and mine.has_line_info
+    assert [(int(i.addr, 16), i.opcode, i.file, i.line) for i in mine.instrs] == [
+        (t.addr, t.opcode, t.file, t.line) for t in tool.instructions]
+    tensor = {op for r in per_line(mine) for op in r.tensor_instrs}
+    assert "HGMMA.64x128x16.F32.BF16" in tensor and "HGMMA.64" not in tensor
