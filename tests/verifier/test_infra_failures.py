@@ -12,9 +12,11 @@ import asyncio
 import time
 
 import msgspec
+import pytest
 
 from services.toolrunner.registry import local_executor
 from services.verifier.service import setup
+from shared.bus import SERVICE_ERROR_CODE_HEADER, SERVICE_ERROR_HEADER
 from shared.messages import Candidate, ToolRequest, Verdict, decode, encode
 from shared.service import ServiceRuntime
 from shared.subjects import candidate_subject, tool_subject
@@ -55,6 +57,24 @@ async def test_no_toolrunner_is_an_infrastructure_failure_with_an_accurate_text(
         assert e.tool == "load_task" and "no toolrunner is up" in str(e)
     else:
         raise AssertionError("no ToolInfraError")
+
+
+async def test_a_tool_endpoint_that_answers_a_service_error_is_an_infrastructure_failure(make_bus) -> None:  # type: ignore[no-untyped-def]
+    # The micro layer's error reply (a handler that crashed) is no candidate's fault: the planner and the
+    # decomposer, which call tools through BusToolClient, get an `unavailable` result; the verifier retries.
+    runner = await make_bus("toolrunner")
+
+    async def crashed(msg) -> None:  # type: ignore[no-untyped-def]
+        await runner.nc.publish(msg.reply, b"", headers={SERVICE_ERROR_HEADER: "handler crashed",
+                                                         SERVICE_ERROR_CODE_HEADER: "500"})
+
+    await runner.nc.subscribe(tool_subject("load_task"), queue="toolrunner", cb=crashed)
+    bus = await make_bus("verifier")
+    res = await BusToolClient(bus, timeout_s=30).call("load_task", {"path": TASK})
+    assert res.error is not None and res.error.code == "unavailable"
+    assert "handler crashed" in res.error.message and res.error.message.startswith("tools.load_task: ")
+    with pytest.raises(ToolInfraError, match="handler crashed"):
+        await BusToolClient(bus, timeout_s=30, raise_infra=True).call("load_task", {"path": TASK})
 
 
 async def test_a_late_toolrunner_gets_the_queued_candidate_verified(make_bus) -> None:  # type: ignore[no-untyped-def]
