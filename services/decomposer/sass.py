@@ -7,10 +7,10 @@ cuobjdump text has no line info, so only whole-kernel counts are available (attr
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from shared.parsers.ptx import global_load_bits
 from shared.parsers.ptxas import kernel_info
 from shared.parsers.sass import parse_sass as parse_kernels
 from shared.tools.decompose import PtxasInfo, SassLine
@@ -96,8 +96,6 @@ def parse_ptxas(text: str, kernel: str = "") -> PtxasInfo | None:
 
 
 def ptx_vector_loads(ptx: str) -> Counter[int]:
-    """Global load widths in bits from PTX (`ld.global.v4.b32` -> 128), for SASS-less inputs."""
-    out: Counter[int] = Counter()
-    for m in re.finditer(r"ld\.global(?:\.[a-z0-9_]+)*?(?:\.v(\d))?\.[bsuf](\d+)\b", ptx):
-        out[int(m.group(1) or 1) * int(m.group(2))] += 1
-    return out
+    """Global load widths in bits from PTX (`ld.global.v4.b32` -> 128), for SASS-less inputs
+    (shared/parsers/ptx.py reads them)."""
+    return global_load_bits(ptx)

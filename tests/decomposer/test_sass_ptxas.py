@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.decomposer.sass import access_bits, parse_ptxas, parse_sass, per_line, ptx_vector_loads
+from shared.parsers.ptx import ptx_access_bytes
 from shared.parsers.ptxas import parse_ptxas_v
 from shared.parsers.sass import kernels_from_text
 from tests.decomposer import decomposer_corpus as corpus
@@ -78,3 +79,19 @@ def test_the_decomposer_reads_sass_as_the_sass_tool_does() -> None:
         (t.addr, t.opcode, t.file, t.line) for t in tool.instructions]
     tensor = {op for r in per_line(mine) for op in r.tensor_instrs}
     assert "HGMMA.64x128x16.F32.BF16" in tensor and "HGMMA.64" not in tensor
+
+
+def test_the_decomposer_and_mem_access_read_ptx_load_widths_alike() -> None:
+    # One PTX width reader (shared/parsers/ptx.py): every load width the decomposer counts is a width
+    # the mem_access tool attributes to some source location of the same PTX.
+    cases = [d for d in sorted(corpus.CORPUS.iterdir()) if (d / "kernel.ptx").is_file()]
+    assert len(cases) > 50
+    seen = 0
+    for d in cases:
+        ptx = (d / "kernel.ptx").read_text()
+        loads = ptx_vector_loads(ptx)
+        assert sum(loads.values()) == ptx.count("ld.global."), d.name
+        if loads and ".loc" in ptx:
+            seen += 1
+            assert set(loads) <= {8 * b for b in ptx_access_bytes(ptx).values()}, d.name
+    assert seen > 50
