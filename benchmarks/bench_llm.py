@@ -66,13 +66,14 @@ def _patch(root: Path, ctx: Any, plan: Any) -> list[dict[str, Any]]:
 
 
 async def _funnel(task_rel: str, cand: dict[str, Any]) -> dict[str, Any]:
-    from services.kpilot.local_tools import LocalToolClient
+    from services.toolrunner.registry import local_executor
     from services.verifier.funnel import VerifyJob, verify
     from shared.ids import new_id
+    from shared.toolclient import InProcessToolClient
 
     t0 = time.perf_counter()
     job = VerifyJob(candidate_id=new_id(), task_path=str(ROOT / task_rel), candidate_path=cand["path"])
-    verdicts = await verify(job, LocalToolClient(source="bench_llm"))
+    verdicts = await verify(job, InProcessToolClient(local_executor(), source="bench_llm"))
     passed = [v.layer for v in verdicts if v.status == "pass"]
     failed = [v for v in verdicts if v.status == "fail"]
     return {

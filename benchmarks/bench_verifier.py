@@ -63,8 +63,9 @@ def main() -> int:
 
     import msgspec
 
-    from services.kpilot.local_tools import LocalToolClient
+    from services.toolrunner.registry import local_executor
     from services.verifier.funnel import VerifyJob, verify
+    from shared.toolclient import InProcessToolClient
 
     def run(task: str, candidate: str | None, config: dict) -> dict:
         job = VerifyJob(
@@ -76,7 +77,7 @@ def main() -> int:
             config=config,
         )
         t0 = time.perf_counter()
-        verdicts = asyncio.run(verify(job, LocalToolClient(source="bench_verifier")))
+        verdicts = asyncio.run(verify(job, InProcessToolClient(local_executor(), source="bench_verifier")))
         wall = time.perf_counter() - t0
         rec = {
             "task": task,

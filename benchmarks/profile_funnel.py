@@ -78,9 +78,9 @@ class Recorder:
             return out
 
         # Tools import run_worker by name; import them all (the catalog), then patch every binding.
-        from services.kpilot.local_tools import spec
+        from services.toolrunner.catalog import load_specs
 
-        spec("load_task")
+        load_specs()
         for mod in list(sys.modules.values()):
             if getattr(mod, "run_worker", None) is original:
                 mod.run_worker = recorded  # type: ignore[attr-defined]
@@ -90,10 +90,11 @@ class ProfilingClient:
     def __init__(self, inner: Any, rec: Recorder) -> None:
         self.inner, self.rec = inner, rec
 
-    async def call(self, tool: str, args: dict[str, Any]) -> Any:
+    async def call(self, tool: str, args: dict[str, Any], *, job_id: str | None = None,
+                   causation_id: str | None = None) -> Any:
         TOOL.set(tool)  # this call's task context; asyncio.to_thread carries it into the worker thread
         start = time.perf_counter()
-        res = await self.inner.call(tool, args)
+        res = await self.inner.call(tool, args, job_id=job_id, causation_id=causation_id)
         self.rec.calls.append(
             {
                 "tool": tool,
@@ -114,16 +115,17 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    from services.kpilot.local_tools import LocalToolClient
     from services.toolrunner import compile as compile_tool
     from services.toolrunner import ptxas_info
+    from services.toolrunner.registry import local_executor
     from services.verifier.funnel import VerifyJob, verify
+    from shared.toolclient import InProcessToolClient
 
     cache_root = Path(tempfile.mkdtemp(prefix="kpilot-profile-"))
     ptxas_info.configure(cache_root, compile_tool.configure(cache_root))
     rec = Recorder()
     rec.wrap_run_worker()
-    client = ProfilingClient(LocalToolClient(source="profile_funnel"), rec)
+    client = ProfilingClient(InProcessToolClient(local_executor(), source="profile_funnel"), rec)
     configs = (CONFIGS[args.task] * args.candidates)[: args.candidates]
     report = []
     for i, config in enumerate(configs):

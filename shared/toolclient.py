@@ -1,4 +1,10 @@
-"""Call a tool by name over the bus and get a ToolResult back, or learn that the infrastructure failed.
+"""Call a tool by name and get a ToolResult back: the one `ToolClient` protocol and its two clients.
+
+- `BusToolClient`: a ToolRequest on `tools.<name>`, answered by a toolrunner (production).
+- `InProcessToolClient`: the same ToolRequest handed to a tool executor in this process (the toolrunner's
+  `ToolExecutor`, built by services/toolrunner/registry.py's `local_executor()`): `kpilot verify`, the
+  benchmarks and the tests. No bus hop, the same checks; each tool still runs its work in sandboxed
+  workers.
 
 The toolrunner that takes a call is watched while it works (`Bus.request(responder="toolrunner")`), so
 a runner that dies mid-call ends the call in seconds. When nobody serves `tools.<name>` the runners that
@@ -14,9 +20,10 @@ are up say why (their health, from `$SRV.STATS.toolrunner`):
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol
 
-from shared.bus import Bus, NoResponders, RequestTimeout, ResponderLost, Unavailable
+from shared.bus import Bus, BusError, NoResponders, RequestTimeout, ResponderLost, Unavailable
 from shared.messages import ToolError, ToolRequest, ToolResult
 from shared.service import Health, instances
 from shared.subjects import tool_subject
@@ -34,8 +41,16 @@ class ToolInfraError(Unavailable):
 
 
 class ToolClient(Protocol):
+    """What every caller of tools holds: `call(tool, args)` -> the tool's ToolResult (ok or an error)."""
+
     async def call(self, tool: str, args: dict[str, Any], *, job_id: str | None = None,
                    causation_id: str | None = None) -> ToolResult: ...
+
+
+class ToolExecutorLike(Protocol):
+    """One tool request in, one ToolResult out (services/toolrunner/registry.py `ToolExecutor`)."""
+
+    def execute(self, req: ToolRequest) -> ToolResult: ...
 
 
 def not_served(tool: str, runners: list[Health]) -> tuple[str, str, bool]:
@@ -76,7 +91,25 @@ class BusToolClient:
         except RequestTimeout:
             code, message, infra = "timeout", (f"tools.{tool} gave no reply within {self.timeout_s:g} s although "
                                                f"its runner stayed up"), True
+        except BusError as e:  # the connection or the micro layer failed: still not the call's fault
+            code, message, infra = "unavailable", f"tools.{tool}: {e}", True
         if infra and self.raise_infra:
             raise ToolInfraError(tool, message)
         return ToolResult(source=self.source, tool=tool, tool_version="", ok=False,
                           error=ToolError(code=code, message=message), **req.caused())  # type: ignore[arg-type]
+
+
+class InProcessToolClient:
+    """`ToolClient` over an executor in this process; each call runs in a worker thread, so the event loop
+    stays free while a tool runs (the funnel runs independent inspections at once)."""
+
+    def __init__(self, executor: ToolExecutorLike, *, source: str = "kpilot", job_id: str | None = None,
+                 causation_id: str | None = None) -> None:
+        self.executor, self.source = executor, source
+        self.job_id, self.causation_id = job_id, causation_id
+
+    async def call(self, tool: str, args: dict[str, Any], *, job_id: str | None = None,
+                   causation_id: str | None = None) -> ToolResult:
+        req = ToolRequest(source=self.source, tool=tool, args=args, job_id=job_id or self.job_id,
+                          causation_id=causation_id or self.causation_id)
+        return await asyncio.to_thread(self.executor.execute, req)

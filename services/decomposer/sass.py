@@ -1,4 +1,5 @@
-"""Read SASS text (nvdisasm --print-line-info, or cuobjdump -sass) and `ptxas -v` output.
+"""SASS (nvdisasm --print-line-info, or cuobjdump -sass) and `ptxas -v` output as the decomposer uses them,
+read by the parsers the toolrunner's tools use (shared/parsers/sass.py, shared/parsers/ptxas.py).
 
 With nvdisasm line info (`//## File "k.py", line 23`) instructions are attributed to source lines;
 cuobjdump text has no line info, so only whole-kernel counts are available (attributed to line 0).
@@ -6,14 +7,14 @@ cuobjdump text has no line info, so only whole-kernel counts are available (attr
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from shared.parsers.ptx import global_load_bits
+from shared.parsers.ptxas import kernel_info
+from shared.parsers.sass import parse_sass as parse_kernels
 from shared.tools.decompose import PtxasInfo, SassLine
 
-_FILE = re.compile(r'//##\s*File\s+"([^"]*)",\s*line\s+(\d+)')
-_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 _TENSOR = ("HGMMA", "HMMA", "IMMA", "QGMMA", "IGMMA", "UTMALDG", "UTMASTG")
 _WIDTH = {"U8": 8, "S8": 8, "U16": 16, "S16": 16, "64": 64, "128": 128}
 
@@ -48,30 +49,16 @@ def access_bits(opcode: str) -> int:
 
 
 def parse_sass(text: str, kernel: str = "") -> Sass:
+    """`text`'s instructions (of `kernel` only, when named) as the sass tool reads them (shared/parsers/sass.py),
+    with the kernels the text holds and whether it carries line info."""
     out = Sass()
-    file, line = "", 0
-    current = ""
-    for raw in text.splitlines():
-        s = raw.strip()
-        km = re.match(r"(?:\.text\.|Function\s*:\s*)([\w$.]+)", s)
-        if km:
-            current = km.group(1).rstrip(":")
-            if current not in out.kernels:
-                out.kernels.append(current)
+    for name, instrs in parse_kernels(text).items():
+        out.kernels.append(name)
+        out.has_line_info = out.has_line_info or any(i.file is not None for i in instrs)
+        if kernel and name != kernel:
             continue
-        fm = _FILE.search(s)
-        if fm:
-            file, line = fm.group(1), int(fm.group(2))
-            out.has_line_info = True
-            continue
-        im = _INSTR.search(s)
-        if not im:
-            continue
-        if kernel and current and current != kernel:
-            continue
-        out.instrs.append(
-            Instr("0x" + im.group(1), im.group(3), bool(im.group(2)), file, line, im.group(4).strip())
-        )
+        out.instrs += [Instr(f"0x{i.addr:04x}", i.opcode, i.predicate is not None, i.file or "", i.line or 0,
+                             ", ".join(i.operands)) for i in instrs]
     return out
 
 
@@ -103,35 +90,12 @@ def per_line(sass: Sass) -> list[SassLine]:
 
 
 def parse_ptxas(text: str, kernel: str = "") -> PtxasInfo | None:
-    """`ptxas -v` stderr -> registers, spills, stack, smem. None when the text has no `Used N registers`."""
-    info = PtxasInfo()
-    found = False
-    active = not kernel
-    for s in text.splitlines():
-        m = re.search(r"(?:Compiling entry function|Function properties for)\s+'?([\w$.]+)'?", s)
-        if m:
-            active = not kernel or m.group(1) == kernel
-        if not active:
-            continue
-        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", s)
-        if m:
-            info.stack_frame, info.spill_stores, info.spill_loads = (int(x) for x in m.groups())
-        m = re.search(r"Used (\d+) registers", s)
-        if m:
-            found = True
-            info.registers = int(m.group(1))
-            b = re.search(r"used (\d+) barriers", s)
-            info.barriers = int(b.group(1)) if b else 0
-            sm = re.search(r"(\d+) bytes smem", s)
-            info.smem_bytes = int(sm.group(1)) if sm else 0
-            cm = re.findall(r"(\d+) bytes cmem", s)
-            info.cmem_bytes = sum(int(x) for x in cm)
-    return info if found else None
+    """`ptxas -v` stderr -> registers, spills, stack, smem (shared/parsers/ptxas.py reads it). None when
+    the text has no `Used N registers` for the kernel."""
+    return kernel_info(text, kernel)
 
 
 def ptx_vector_loads(ptx: str) -> Counter[int]:
-    """Global load widths in bits from PTX (`ld.global.v4.b32` -> 128), for SASS-less inputs."""
-    out: Counter[int] = Counter()
-    for m in re.finditer(r"ld\.global(?:\.[a-z0-9_]+)*?(?:\.v(\d))?\.[bsuf](\d+)\b", ptx):
-        out[int(m.group(1) or 1) * int(m.group(2))] += 1
-    return out
+    """Global load widths in bits from PTX (`ld.global.v4.b32` -> 128), for SASS-less inputs
+    (shared/parsers/ptx.py reads them)."""
+    return global_load_bits(ptx)

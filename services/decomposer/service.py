@@ -14,29 +14,20 @@ import msgspec
 from nats.micro.request import Request
 
 from services.decomposer import analyze
-from shared.bus import BusError
 from shared.messages import ToolError, ToolRequest, ToolResult
 from shared.service import ServiceRuntime
-from shared.subjects import DECOMPOSER_ANALYZE, tool_subject
+from shared.subjects import DECOMPOSER_ANALYZE
+from shared.toolclient import BusToolClient
 
 TOOL_TIMEOUT_S = 300.0  # a cold Triton compile of a Hopper matmul takes seconds; a queue of them, minutes
 
 
 async def setup(runtime: ServiceRuntime) -> None:
     runtime.details["role"] = "decomposer"
-    bus = runtime.bus
+    tools = BusToolClient(runtime.bus, timeout_s=TOOL_TIMEOUT_S, source="decomposer")
 
     async def tool(name: str, args: dict, req: ToolRequest) -> ToolResult:
-        try:
-            return await bus.request(
-                tool_subject(name),
-                ToolRequest(source="decomposer", tool=name, args=args, **req.caused()),
-                ToolResult,
-                timeout_s=TOOL_TIMEOUT_S,
-                responder="toolrunner",  # a runner that dies mid-call ends the call at once
-            )
-        except BusError as e:
-            return analyze.failed(req, ToolError(code="unavailable", message=str(e)))
+        return await tools.call(name, args, job_id=req.job_id, causation_id=req.id)
 
     async def handle(msg: Request) -> None:
         t0 = time.perf_counter()

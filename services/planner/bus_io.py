@@ -13,8 +13,9 @@ from nats.js.kv import KeyValue
 
 from services.planner import jobs
 from shared.bus import Bus, BusError
-from shared.messages import Candidate, JobUpdate, ToolError, ToolRequest, ToolResult
-from shared.subjects import DECOMPOSER_ANALYZE, candidate_subject, job_subject, token, tool_subject
+from shared.messages import Candidate, JobUpdate, ToolRequest, ToolResult
+from shared.subjects import DECOMPOSER_ANALYZE, candidate_subject, job_subject, token
+from shared.toolclient import BusToolClient
 from shared.tools.decompose import Decomposition
 
 SOURCE = "planner"
@@ -29,6 +30,7 @@ class BusIO:
         self.bus = bus
         self.kv = jobs_kv
         self.kernels = kernels_kv
+        self.tools = BusToolClient(bus, timeout_s=TOOL_TIMEOUT_S, source=SOURCE)
         self.log = structlog.get_logger().bind(service=SOURCE)
 
     async def analyze(self, task_path: str, config: dict[str, Any]) -> Decomposition | None:
@@ -49,22 +51,7 @@ class BusIO:
             return None
 
     async def call_tool(self, name: str, args: dict[str, Any]) -> ToolResult:
-        try:
-            return await self.bus.request(
-                tool_subject(name),
-                ToolRequest(source=SOURCE, tool=name, args=args),
-                ToolResult,
-                timeout_s=TOOL_TIMEOUT_S,
-                responder="toolrunner",
-            )
-        except BusError as e:
-            return ToolResult(
-                source=SOURCE,
-                tool=name,
-                tool_version="",
-                ok=False,
-                error=ToolError(code="unavailable", message=str(e)),
-            )
+        return await self.tools.call(name, args)
 
     async def publish_candidate(self, c: Candidate) -> None:
         await self.bus.publish(candidate_subject(c.kernel), c)

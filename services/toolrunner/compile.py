@@ -248,4 +248,5 @@ SPEC = ToolSpec(
     run=run,
     check=check,
     cacheable=True,
+    for_plans=True,
 )

@@ -37,4 +37,5 @@ SPEC = ToolSpec(
     run=run,
     check=check,
     cacheable=True,
+    for_plans=True,
 )

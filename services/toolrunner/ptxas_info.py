@@ -1,7 +1,7 @@
 """The `ptxas_info` tool: registers, spills, stack, shared and constant memory and barriers per kernel.
 
 The kernel is compiled by the compile tool (cached), and its PTX assembled again by `ptxas -v` in a
-sandboxed worker with the flags Triton uses; the output is parsed by ptxas_parse.parse_ptxas_v. Triton
+sandboxed worker with the flags Triton uses; the output is parsed by shared/parsers/ptxas.py parse_ptxas_v. Triton
 PTX goes to Triton's bundled ptxas (the one that built its cubin; CUDA 13's ptxas would also do, but the
 numbers must be those of the binary that runs), CUDA C++ PTX to the toolkit's ptxas next to nvcc.
 """
@@ -17,11 +17,11 @@ import msgspec
 
 from services.toolrunner.artifacts import LocalResultCache, ResultCache
 from services.toolrunner.compile import Compiler, default_compiler, resolve, tool_versions
-from services.toolrunner.ptxas_parse import parse_ptxas_v, with_res_usage
 from services.toolrunner.sandbox import Limits, run_worker
 from services.toolrunner.targets import parse_target
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.ptxas import PtxasJob, PtxasWorkerResult
+from shared.parsers.ptxas import parse_ptxas_v, with_res_usage
 from shared.tools.compile import CompileInput, CompileOutput
 from shared.tools.inspect import PtxasInfoInput, PtxasInfoOutput
 
@@ -157,4 +157,5 @@ SPEC = ToolSpec(
     run=run,
     check=check,
     cacheable=True,
+    for_plans=True,
 )

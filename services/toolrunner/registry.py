@@ -1,7 +1,8 @@
 """Run one tool request: validate, check, execute, validate the output, cache; always a ToolResult.
 
-Pure with respect to NATS: the adapter (service.py) and in-process clients (tests, `kpilot verify`)
-both call `ToolExecutor.execute`.
+Pure with respect to NATS: the adapter (service.py) and the in-process client (shared/toolclient.py's
+`InProcessToolClient` over `local_executor()`: `kpilot verify`, the benchmarks, the tests) both call
+`ToolExecutor.execute`, so every path gets the same checks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 import jsonschema
 import msgspec
 
+from services.toolrunner.catalog import load_specs
+from services.toolrunner.nvtools import gpu_count
 from services.toolrunner.task_paths import MAX_PATH_CHARS, TaskRoots, check_request
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from shared.messages import ToolError, ToolRequest, ToolResult
@@ -211,3 +214,9 @@ class ToolExecutor:
                 if len(self._cache) > _CACHE_ENTRIES:
                     self._cache.popitem(last=False)
         return result(ok=True, result=doc)
+
+def local_executor(*, gpus: int | None = None, runner: str = "in-process") -> ToolExecutor:
+    """The executor the toolrunner service runs, for use in this process: every tool of the catalog and
+    every check (schemas, GPU, paths, output, cache). `gpus` None counts the GPUs NVML sees. Paths are
+    checked but not confined to task roots: the caller names its own files, as `kpilot verify` does."""
+    return ToolExecutor(load_specs(), gpus=gpu_count() if gpus is None else gpus, runner=runner)

@@ -3,7 +3,7 @@
 The cubin is a file (`cubin_path`) or a task kernel compiled by the compile tool (`task_path`, cached; the
 cubin comes from its artifact store). `check` reads the cubin's ELF section names (pure) to refuse a kernel
 the binary lacks; `run` has the bundled nvdisasm (or cuobjdump) disassemble it in a sandboxed worker and
-parses the text here (services/toolrunner/sass_text.py).
+parses the text with shared/parsers/sass.py.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import msgspec
 
 from services.toolrunner.cubin_elf import CubinError, kernel_names
 from services.toolrunner.sandbox import Limits, run_worker
-from services.toolrunner.sass_text import arch_of, kernels_from_text
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.disasm import DisasmRequest, DisasmResult
+from shared.parsers.sass import arch_of, kernels_from_text
 from shared.tools.inspect import SassInput, SassOutput
 
 # nvdisasm takes ~0.1 s on a 70 KB cubin; 60 s only guards against a hang.
@@ -125,4 +125,5 @@ SPEC = ToolSpec(
     run=run,
     check=check,
     cacheable=True,
+    for_plans=True,
 )

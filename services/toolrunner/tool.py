@@ -42,3 +42,6 @@ class ToolSpec:
     check: Callable[[Any], None] | None = None
     # Deterministic tools (compile, ptxas_info, sass, launch_config) are cached by their input.
     cacheable: bool = False
+    # A planner's model may ask for it in a plan: static diagnosis, no GPU and no run of the task's code
+    # (the verifier measures). The tool table the model sees is these specs (shared/tools/catalog.py).
+    for_plans: bool = False

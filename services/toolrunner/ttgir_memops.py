@@ -1,16 +1,14 @@
-"""Read the global memory operations out of Triton's TTGIR and PTX: layout, source location, width.
+"""Read the global memory operations out of Triton's TTGIR: layout, source location, width.
 
-From TTGIR: the `#blocked` layouts, the `#loc` table (resolved through names, call sites and fusions to
+The `#blocked` layouts, the `#loc` table (resolved through names, call sites and fusions to
 file:line:col) and every `tt.load` / `tt.store` / `ttg.async_copy_global_to_local` / atomic with its
-pointer tensor's shape, element type and layout. From PTX: the bytes each lane moves per instruction
-(`ld.global.v4.b32` = 16 B) at each `.loc` line:col, which is how wide the compiler actually vectorised
-the op (the layout's sizePerThread is an upper bound; alignment and masks can make it narrower).
+pointer tensor's shape, element type and layout. How wide the compiler actually vectorised each op is
+read from the PTX by shared/parsers/ptx.py `ptx_access_bytes`.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 # `#blocked1 = #ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1],
@@ -142,32 +140,3 @@ def parse_ttgir(ttgir: str) -> KernelIR:
         ir.ops.append(MemOp(kind=kind, file=where[0], line=where[1], col=where[2], shape=shape, elem_type=elem,
                             elem_bytes=max(1, bits // 8), layout_name=lname, layout=layout, text=s))
     return ir
-
-
-_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
-_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]+)"')
-# ld.global[.nc][.L1::evict_last...][.v2|.v4].b32 / st.global...; cp.async.cg.shared.global [..], [..], 16
-_PTX_LDST = re.compile(r"\b(ld|st)\.global(?:\.[\w:]+)*?(?:\.v(\d))?\.(?:b|u|s|f)(\d+)\b")
-_PTX_CPASYNC = re.compile(r"\bcp\.async\.\w+\.shared\.global\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(\d+)")
-
-
-def ptx_access_bytes(ptx: str) -> dict[tuple[str, int, int], int]:
-    """(file, line, col) -> bytes one lane moves per global memory instruction at that source location
-    (the most common width when several instructions share the location)."""
-    files: dict[str, str] = {m.group(1): m.group(2) for m in map(_PTX_FILE.match, ptx.splitlines()) if m}
-    seen: dict[tuple[str, int, int], Counter[int]] = {}
-    where: tuple[str, int, int] | None = None
-    for ln in ptx.splitlines():
-        if m := _PTX_LOC.match(ln):
-            where = (files.get(m.group(1), m.group(1)), int(m.group(2)), int(m.group(3)))
-            continue
-        if where is None:
-            continue
-        nbytes = None
-        if m := _PTX_LDST.search(ln):
-            nbytes = int(m.group(2) or 1) * int(m.group(3)) // 8
-        elif m := _PTX_CPASYNC.search(ln):
-            nbytes = int(m.group(1))
-        if nbytes:
-            seen.setdefault(where, Counter())[nbytes] += 1
-    return {k: c.most_common(1)[0][0] for k, c in seen.items()}

@@ -1,27 +1,22 @@
-"""How the verifier calls tools: a `ToolClient` (`async call(tool, args) -> ToolResult`).
+"""How the verifier calls tools: through shared/toolclient.py's `ToolClient`, and `call_typed` on top.
 
-Over the bus it is shared/toolclient.py's `BusToolClient` (a ToolRequest on `tools.<name>`, the runner
-watched while it works; with `raise_infra=True` an infrastructure failure raises `ToolInfraError`, which
-the funnel lets through and the bus retries: it never becomes a verdict); the kpilot CLI and the tests pass a
-client that runs the toolrunner's tool specs in-process (services/kpilot/local_tools.py). The funnel only
-sees ToolResult records, so both paths are judged by the same code.
+Over the bus it is `BusToolClient` (a ToolRequest on `tools.<name>`, the runner watched while it works;
+with `raise_infra=True` an infrastructure failure raises `ToolInfraError`, which the funnel lets through
+and the bus retries: it never becomes a verdict); the kpilot CLI and the tests pass `InProcessToolClient`
+over the toolrunner's own executor. The funnel only sees ToolResult records, so both paths are judged by
+the same code.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 import msgspec
 
 from shared.messages import ToolError, ToolResult
-from shared.toolclient import BusToolClient, ToolInfraError
+from shared.toolclient import ToolClient
 
 T = TypeVar("T")
-__all__ = ["BusToolClient", "ToolCallError", "ToolClient", "ToolInfraError", "call_typed"]
-
-
-class ToolClient(Protocol):
-    async def call(self, tool: str, args: dict[str, Any]) -> ToolResult: ...
 
 
 class ToolCallError(Exception):

@@ -18,15 +18,19 @@ from typing import Any
 import msgspec
 
 from services.verifier import full_checks, micro_checks, static_checks
-from services.verifier.client import ToolCallError, ToolClient, ToolInfraError, call_typed
+from services.verifier.client import ToolCallError, call_typed
 from services.verifier.policy import VerifyPolicy
 from shared.messages import Layer, Measurement, Provenance, Scalar, ToolResult, Verdict, VerdictStatus
+from shared.toolclient import ToolClient, ToolInfraError
 from shared.tools.bench import BenchABInput, BenchABOutput, BenchInput, BenchOutput, BenchSubject
 from shared.tools.compile import CompileInput, CompileOutput
 from shared.tools.honesty import HonestyInput, HonestyOutput
 from shared.tools.inspect import PtxasInfoInput, PtxasInfoOutput, SassInput, SassKernel, SassOutput
 from shared.tools.run import RunCorrectnessInput, RunCorrectnessOutput
 from shared.tools.task import LoadTaskInput, TaskManifest
+
+# Every tool the funnel calls (an in-process stand-in for the toolrunner serves these).
+TOOLS = ("load_task", "compile", "ptxas_info", "sass", "run_correctness", "honesty_probe", "bench", "bench_ab")
 
 NO_GPU = "no GPU"
 GPU_TOOLS = ("bench", "bench_ab")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import msgspec
 
-from services.verifier.client import BusToolClient
 from services.verifier.funnel import Funnel
 from services.verifier.jobs import Lineage
 from services.verifier.policy import VerifyPolicy
@@ -23,6 +22,7 @@ from shared.ids import derived_id
 from shared.messages import Candidate, Verdict
 from shared.service import ServiceRuntime
 from shared.subjects import verdict_subject
+from shared.toolclient import BusToolClient
 
 # One candidate at a time: the GPU is shared, and a second fetched message would wait its turn anyway.
 # A killed verifier's candidate is redelivered after the bus's ack wait (30 s); a live one marks it in

@@ -11,8 +11,8 @@ import pytest
 from services.toolrunner.artifacts import LocalArtifactStore, LocalResultCache
 from services.toolrunner.compile import Compiler
 from services.toolrunner.ptxas_info import SPEC, PtxasInfo
-from services.toolrunner.ptxas_parse import parse_ptxas_v, parse_res_usage, with_res_usage
 from services.toolrunner.tool import ToolFailure
+from shared.parsers.ptxas import parse_ptxas_v, parse_res_usage, with_res_usage
 from shared.tools.inspect import ConstantBank, PtxasInfoInput
 
 ROOT = Path(__file__).resolve().parents[2]

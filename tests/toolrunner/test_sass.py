@@ -10,8 +10,8 @@ import pytest
 
 from services.toolrunner.cubin_elf import CubinError, kernel_names
 from services.toolrunner.sass import SPEC
-from services.toolrunner.sass_text import arch_of, kernels_from_text, parse_sass, split_operands
 from services.toolrunner.tool import ToolFailure
+from shared.parsers.sass import arch_of, kernels_from_text, parse_sass, split_operands
 from shared.tools.inspect import SassInput, SassOutput
 
 SASS = Path(__file__).resolve().parents[1] / "fixtures" / "sass"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.toolrunner.ttgir_memops import BlockedLayout, parse_ttgir, ptx_access_bytes
+from services.toolrunner.ttgir_memops import BlockedLayout, parse_ttgir
+from shared.parsers.ptx import ptx_access_bytes
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "ttgir"
 

@@ -16,9 +16,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from services.kpilot.local_tools import LocalToolClient
+from services.toolrunner.registry import local_executor
 from services.verifier.funnel import VerifyJob, verify
 from shared.messages import Verdict
+from shared.toolclient import InProcessToolClient
 
 ROOT = Path(__file__).resolve().parents[2]
 CHEATS = ROOT / "tests" / "verifier" / "cheats"
@@ -91,7 +92,7 @@ def run_funnel(task: str, candidate: str | None, config: dict[str, int] | None =
         candidate_path=str(CHEATS / f"{candidate}.py") if candidate else None,
         config=config or {},
     )
-    verdicts = asyncio.run(verify(job, LocalToolClient(source="test")))
+    verdicts = asyncio.run(verify(job, InProcessToolClient(local_executor(), source="test")))
     if out := os.environ.get("KPILOT_FIXTURE_OUT"):
         path = Path(out) / "verifier" / f"{candidate or task}.verdicts.json"
         path.parent.mkdir(parents=True, exist_ok=True)

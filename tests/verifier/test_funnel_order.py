@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from services.kpilot.local_tools import LocalToolClient
+from services.toolrunner.registry import local_executor
 from services.verifier.funnel import VerifyJob, verify
 from shared.messages import ToolError, ToolResult
+from shared.toolclient import InProcessToolClient
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = str(ROOT / "examples" / "vector_add.py")
@@ -25,11 +26,12 @@ INSPECTIONS = ("ptxas_info", "sass")  # read compiled binaries only: no user cod
 
 class Recording:
     def __init__(self, fail: dict[tuple[str, str], float] | None = None) -> None:
-        self.inner = LocalToolClient(source="test")
+        self.inner = InProcessToolClient(local_executor(), source="test")
         self.spans: list[tuple[str, dict[str, Any], float, float]] = []
         self.fail = fail or {}  # (tool, disassembler or "") -> seconds before the injected error
 
-    async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+    async def call(self, tool: str, args: dict[str, Any], *, job_id: str | None = None,
+                   causation_id: str | None = None) -> ToolResult:
         start = time.perf_counter()
         delay = self.fail.get((tool, args.get("disassembler", "")))
         if delay is not None:
@@ -39,7 +41,7 @@ class Recording:
                 error=ToolError(code="failed", message=f"injected {tool} failure"),
             )
         else:
-            res = await self.inner.call(tool, args)
+            res = await self.inner.call(tool, args, job_id=job_id, causation_id=causation_id)
         self.spans.append((tool, args, start, time.perf_counter()))
         return res
 

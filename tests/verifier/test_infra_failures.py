@@ -12,9 +12,11 @@ import asyncio
 import time
 
 import msgspec
+import pytest
 
-from services.kpilot.local_tools import run_tool
+from services.toolrunner.registry import local_executor
 from services.verifier.service import setup
+from shared.bus import SERVICE_ERROR_CODE_HEADER, SERVICE_ERROR_HEADER
 from shared.messages import Candidate, ToolRequest, Verdict, decode, encode
 from shared.service import ServiceRuntime
 from shared.subjects import candidate_subject, tool_subject
@@ -57,6 +59,24 @@ async def test_no_toolrunner_is_an_infrastructure_failure_with_an_accurate_text(
         raise AssertionError("no ToolInfraError")
 
 
+async def test_a_tool_endpoint_that_answers_a_service_error_is_an_infrastructure_failure(make_bus) -> None:  # type: ignore[no-untyped-def]
+    # The micro layer's error reply (a handler that crashed) is no candidate's fault: the planner and the
+    # decomposer, which call tools through BusToolClient, get an `unavailable` result; the verifier retries.
+    runner = await make_bus("toolrunner")
+
+    async def crashed(msg) -> None:  # type: ignore[no-untyped-def]
+        await runner.nc.publish(msg.reply, b"", headers={SERVICE_ERROR_HEADER: "handler crashed",
+                                                         SERVICE_ERROR_CODE_HEADER: "500"})
+
+    await runner.nc.subscribe(tool_subject("load_task"), queue="toolrunner", cb=crashed)
+    bus = await make_bus("verifier")
+    res = await BusToolClient(bus, timeout_s=30).call("load_task", {"path": TASK})
+    assert res.error is not None and res.error.code == "unavailable"
+    assert "handler crashed" in res.error.message and res.error.message.startswith("tools.load_task: ")
+    with pytest.raises(ToolInfraError, match="handler crashed"):
+        await BusToolClient(bus, timeout_s=30, raise_infra=True).call("load_task", {"path": TASK})
+
+
 async def test_a_late_toolrunner_gets_the_queued_candidate_verified(make_bus) -> None:  # type: ignore[no-untyped-def]
     c = Candidate(source="planner", kernel="add_kernel", task_path=TASK, version=1, config={"BLOCK": 256},
                   job_id="job-late")
@@ -89,11 +109,11 @@ async def test_a_runner_lost_mid_call_defers_the_candidate_and_it_is_verified_on
     await a.micro.stop()  # type: ignore[union-attr]
     a.micro = None
     await a.start()
+    executor = local_executor(runner=a.instance)
     for name in ("load_task", "compile", "ptxas_info", "sass", "honesty_probe"):
         async def handler(msg, name=name) -> None:  # type: ignore[no-untyped-def]
-            req = decode(msg.data, ToolRequest)
-            res = await asyncio.to_thread(run_tool, req.tool, req.args, "toolrunner")
-            await msg.respond(encode(msgspec.structs.replace(res, **req.caused())))
+            req = msgspec.structs.replace(decode(msg.data, ToolRequest), tool=name)
+            await msg.respond(encode(await asyncio.to_thread(executor.execute, req)))
         await a.add_endpoint(name, tool_subject(name), handler, queue_group="toolrunner", concurrent=True)
     await a.add_endpoint("run_correctness", tool_subject("run_correctness"), hang, queue_group="toolrunner",
                          concurrent=True)

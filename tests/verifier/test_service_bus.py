@@ -1,8 +1,8 @@
 """The verifier service over a real nats-server: a Candidate in, one verdict per layer out.
 
 Tools are reached the way production reaches them, a ToolRequest on `tools.<name>`. Two answerers:
-- `serve_specs` below answers with the toolrunner's own tool specs (real tools, real sandboxes). It stands
-  in for the toolrunner's NATS adapter, which the lead is wiring (services/toolrunner/service.py).
+- `serve_specs` below answers each request with the toolrunner's own `ToolExecutor` (real tools, real
+  sandboxes, every check); it stands in for the toolrunner's NATS adapter (services/toolrunner/service.py).
 - the second test starts the real toolrunner service and is skipped, saying so, while that adapter
   does not answer `tools.load_task` yet.
 """
@@ -15,8 +15,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from services.kpilot.local_tools import VERIFIER_TOOLS, run_tool
 from services.toolrunner.catalog import load_specs
+from services.toolrunner.registry import local_executor
+from services.verifier.funnel import TOOLS as VERIFIER_TOOLS
 from services.verifier.service import setup
 from shared.bus import Bus, NoResponders
 from shared.messages import Candidate, ToolRequest, ToolResult, Verdict, decode, encode
@@ -31,16 +32,16 @@ TIMEOUT_S = 400.0
 
 
 async def serve_specs(bus: Bus) -> ServiceRuntime:
-    """Answer every verifier tool on `tools.<name>` by running the toolrunner's spec in a thread, as a
+    """Answer every verifier tool on `tools.<name>` with the toolrunner's executor in a thread, as a
     service runtime named toolrunner (health, acks, liveness: what the verifier waits for and watches)."""
     runtime = ServiceRuntime("toolrunner", bus)
     await runtime.start()
+    executor = local_executor(runner=runtime.instance)
     for name in VERIFIER_TOOLS:
 
         async def handler(msg, name=name) -> None:  # type: ignore[no-untyped-def]
-            req = decode(msg.data, ToolRequest)
-            res = await asyncio.to_thread(run_tool, req.tool, req.args, "toolrunner")
-            await msg.respond(encode(msgspec.structs.replace(res, **req.caused())))
+            req = msgspec.structs.replace(decode(msg.data, ToolRequest), tool=name)  # the subject names it
+            await msg.respond(encode(await asyncio.to_thread(executor.execute, req)))
 
         await runtime.add_endpoint(name, tool_subject(name), handler, queue_group="toolrunner", concurrent=True)
     runtime.details["tools"] = ",".join(VERIFIER_TOOLS)
@@ -130,7 +131,7 @@ async def test_with_the_real_toolrunner_service(make_bus) -> None:  # type: igno
 
 async def test_a_tool_nobody_serves_is_unavailable_not_an_exception(make_bus) -> None:  # type: ignore[no-untyped-def]
     # A runner without a GPU registers no tools.bench endpoint: the funnel must read that as "no GPU".
-    from services.verifier.client import BusToolClient
+    from shared.toolclient import BusToolClient
 
     await serve_specs(await make_bus("toolrunner"))  # a CPU runner: no tools.ncu_profile
     res = await BusToolClient(await make_bus("verifier")).call("ncu_profile", {"task_path": TASK})

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.toolrunner.ptxas_parse import parse_ptxas_v
-from services.toolrunner.sass_text import kernels_from_text
 from services.verifier.static_checks import (
     conditional_barriers,
     hazard_findings,
@@ -17,6 +15,8 @@ from services.verifier.static_checks import (
     precision_findings,
     resource_findings,
 )
+from shared.parsers.ptxas import parse_ptxas_v
+from shared.parsers.sass import kernels_from_text
 from shared.tools.inspect import SassKernel
 
 ROOT = Path(__file__).resolve().parents[2]

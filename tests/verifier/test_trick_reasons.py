@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from services.kpilot.local_tools import LocalToolClient
 from services.toolrunner.error_text import error_line
+from services.toolrunner.registry import local_executor
 from services.toolrunner.sandbox import SandboxOutcome
 from services.toolrunner.tricks import name_trick
 from services.verifier.micro_checks import honesty_reasons
+from shared.toolclient import InProcessToolClient
 from shared.tools.honesty import HonestyOutput
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ PROBE_EXPECTED = {
 def test_the_honesty_probe_names_the_trick_of_a_launch_without_a_kernel(name: str) -> None:
     args = {"task_path": str(ROOT / "examples" / "vector_add.py"), "candidate_path": str(CHEATS / f"{name}.py"),
             "device": "cpu"}
-    res = asyncio.run(LocalToolClient(source="test").call("honesty_probe", args))
+    res = asyncio.run(InProcessToolClient(local_executor(), source="test").call("honesty_probe", args))
     assert res.ok and res.result is not None, res.error
     import msgspec
 

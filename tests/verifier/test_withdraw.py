@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from services.kpilot.local_tools import LocalToolClient
+from services.toolrunner.registry import local_executor
 from services.verifier.funnel import Funnel, VerifyJob
 from services.verifier.withdraw import JobWatch
 from shared.messages import JobUpdate
 from shared.subjects import job_subject
+from shared.toolclient import InProcessToolClient
 from tests.conftest import BusFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +43,6 @@ def test_a_job_that_ends_between_layers_withdraws_the_candidate_before_the_next_
         return "job job-x ended (cancelled: by the test)" if len(checks) > 1 else None
 
     job = VerifyJob(candidate_id="job-x-v1", task_path=TASK, config={"BLOCK": 1024}, job_id="job-x")
-    verdicts = asyncio.run(Funnel(LocalToolClient(source="test"), ended=ended).verify(job))
+    verdicts = asyncio.run(Funnel(InProcessToolClient(local_executor(), source="test"), ended=ended).verify(job))
     assert [(v.layer, v.status) for v in verdicts] == [("static", "pass"), ("micro", "withdrawn")]
     assert verdicts[1].reasons == ["withdrawn: job job-x ended (cancelled: by the test); not verified"]

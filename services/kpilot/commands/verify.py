@@ -1,7 +1,7 @@
 """kpilot verify TASK.py [CANDIDATE.py] [--config KEY=VALUE ...] [--json]: the verifier's funnel, offline.
 
-Runs outside any job and needs no stack: the tools run in this process (each still in its sandboxed
-workers). Prints one verdict per layer reached; exit code 0 when no layer failed, 1 when one did.
+Runs outside any job and needs no stack: the tools run in this process through the toolrunner's own
+executor, with every check the toolrunner applies (each tool still in its sandboxed workers). Prints one verdict per layer reached; exit code 0 when no layer failed, 1 when one did.
 """
 
 from __future__ import annotations
@@ -10,8 +10,12 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
+
+if TYPE_CHECKING:
+    from shared.toolclient import InProcessToolClient
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,8 +52,15 @@ def parse_config(items: list[str]) -> dict[str, int | float | str | bool]:
     return out
 
 
+def tool_client() -> InProcessToolClient:
+    """How `kpilot verify` reaches the tools: the toolrunner's executor in this process, no bus."""
+    from services.toolrunner.registry import local_executor
+    from shared.toolclient import InProcessToolClient
+
+    return InProcessToolClient(local_executor(), source="kpilot")
+
+
 def _verify(args: argparse.Namespace) -> int:
-    from services.kpilot.local_tools import LocalToolClient
     from services.verifier.funnel import VerifyJob, verify
     from services.verifier.policy import VerifyPolicy
     from shared.ids import new_id
@@ -65,7 +76,7 @@ def _verify(args: argparse.Namespace) -> int:
         config=parse_config(args.config),
         parent_path=str(args.parent.resolve()) if args.parent else None,
     )
-    verdicts = asyncio.run(verify(job, LocalToolClient(source="kpilot"), policy))
+    verdicts = asyncio.run(verify(job, tool_client(), policy))
     if args.json:
         print(json.dumps(msgspec.to_builtins(verdicts), indent=1))
     else:

@@ -1,6 +1,6 @@
 """The LLM policy: the context and the offered changes as a prompt, an answer schema built from the offers
-(services/planner/policies/llm_offer.py) as the constrained answer format, the static tools as JSON-Schema
-function specs. An answer that does not decode, falls outside the offered domains, names an unknown tool,
+(services/planner/policies/llm_offer.py) as the constrained answer format, the catalog's plan tools (shared/tools/catalog.py)
+as JSON-Schema function specs. An answer that does not decode, falls outside the offered domains, names an unknown tool,
 or gives tool arguments that fail the tool's input schema is sent back with the validation errors, at
 most `max_retries` times; then (and on a timeout or a dead endpoint) the fallback policy (rules) plans,
 and the plan says why (`Plan.analysis` and `Plan.llm.fallback`).
@@ -41,30 +41,11 @@ from services.planner.policies.llm_offer import (
 )
 from shared import metrics
 from shared.messages import LlmUsage
-from shared.tools.compile import CompileInput
-from shared.tools.inspect import PtxasInfoInput, SassInput
-from shared.tools.launch import LaunchConfigInput
+from shared.tools.catalog import CONTRACTS
 
 DEFAULT_MODEL = "qwen2.5-coder:14b"
 DEFAULT_HOST = "http://127.0.0.1:11434"
 MAX_RETRIES = 2
-
-# Used while shared/tools/catalog.py CONTRACTS is empty: the static tools a plan may ask for, with the
-# input records the toolrunner validates against (shared/tools/*).
-_STATIC_TOOLS: tuple[tuple[str, str, type], ...] = (
-    (
-        "compile",
-        "Compile the task's kernel for cuda:90 with config overrides: TTGIR/PTX/cubin hashes.",
-        CompileInput,
-    ),
-    ("ptxas_info", "ptxas -v of the kernel: registers, spills, shared memory.", PtxasInfoInput),
-    ("sass", "SASS of the kernel: instruction histogram, LDG/STG widths, HGMMA/HMMA counts.", SassInput),
-    (
-        "launch_config",
-        "Occupancy, limiting resource and waves from warps, registers, shared memory, grid.",
-        LaunchConfigInput,
-    ),
-)
 
 SYSTEM = """You optimise one GPU kernel of a task file. Answer ONLY with a JSON object (a Plan):
 `analysis` (one sentence: the bottleneck you address), and `candidates` (1-3), each with `changes` (1-4
@@ -76,17 +57,14 @@ was tried, move away from configs that failed."""
 
 
 def tool_specs() -> list[dict[str, Any]]:
-    """Tools as JSON-Schema function specs, from shared/tools/catalog.py CONTRACTS when it exists and is
-    filled (no GPU tools: a plan asks for diagnosis, the verifier measures), else the static table."""
-    try:
-        from shared.tools.catalog import CONTRACTS  # type: ignore[import-not-found]
-    except ImportError:  # the catalog was absent when this was written
-        CONTRACTS = ()
-    table = [(c.name, c.description, c.input) for c in CONTRACTS if not getattr(c, "needs_gpu", False)]
-    table = table or list(_STATIC_TOOLS)
+    """Tools as JSON-Schema function specs: the tools of the catalog plans may ask for (shared/tools/catalog.py,
+    generated from the toolrunner's registry; static diagnosis, no GPU tools: the verifier measures), each
+    with its registry description and the input record the toolrunner validates against."""
     return [
-        {"type": "function", "function": {"name": n, "description": d, "parameters": inline_schema(t)}}
-        for n, d, t in table
+        {"type": "function",
+         "function": {"name": c.name, "description": c.description, "parameters": inline_schema(c.input)}}
+        for c in CONTRACTS
+        if c.for_plans
     ]
 
 

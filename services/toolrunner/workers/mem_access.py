@@ -192,7 +192,8 @@ def _make_site(launch: _Launch, kind: str, file: str, span: Span) -> _Site:
 
 class _Tracer:
     def __init__(self, launches: list[CompiledLaunch], only: str | None, max_programs: int) -> None:
-        from services.toolrunner.ttgir_memops import parse_ttgir, ptx_access_bytes
+        from services.toolrunner.ttgir_memops import parse_ttgir
+        from shared.parsers.ptx import ptx_access_bytes
 
         self.compiled = [(c.kernel, parse_ttgir(c.ttgir), ptx_access_bytes(c.ptx)) for c in launches]
         self.only = only

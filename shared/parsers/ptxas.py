@@ -1,5 +1,6 @@
 """Parse `ptxas -v` output (resource usage per function) into a PtxasReport. Pure; tested on real
-captures in tests/fixtures/ptxas/ (made by tests/fixtures/capture_ptxas.py).
+captures in tests/fixtures/ptxas/ (made by tests/fixtures/capture_ptxas.py). The one reader of this text:
+the toolrunner's ptxas_info tool returns the report, the decomposer reads one kernel of it (`kernel_info`).
 
 The lines it reads (ptxas 12.8 and 13.0):
     ptxas info    : 0 bytes gmem
@@ -16,6 +17,7 @@ import re
 
 import msgspec
 
+from shared.tools.decompose import PtxasInfo
 from shared.tools.inspect import ConstantBank, KernelResources, PtxasReport
 
 _PREFIX = re.compile(r"^ptxas\s+(info|warning|error|fatal)\s*:\s*(.*)$")
@@ -119,3 +121,16 @@ def with_res_usage(report: PtxasReport, res_usage: str) -> PtxasReport:
         for f in report.functions
     ]
     return msgspec.structs.replace(report, functions=functions, module_constant=common)
+
+
+def kernel_info(text: str, kernel: str = "") -> PtxasInfo | None:
+    """One entry function of `ptxas -v` text as the decomposer records it: `kernel`, or the last entry
+    when none is named. None when no such entry has a `Used N registers` line."""
+    entries = [f for f in parse_ptxas_v(text).functions
+               if f.registers is not None and (not kernel or f.name == kernel)]
+    if not entries:
+        return None
+    f = entries[-1]
+    return PtxasInfo(registers=f.registers, spill_stores=f.spill_stores_bytes, spill_loads=f.spill_loads_bytes,
+                     stack_frame=f.stack_frame_bytes, barriers=f.barriers or 0, smem_bytes=f.shared_bytes,
+                     cmem_bytes=sum(b.bytes for b in f.constant))

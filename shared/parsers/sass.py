@@ -1,4 +1,5 @@
-"""Parse SASS disassembly (nvdisasm -c -gi or cuobjdump -sass) into instructions and a histogram. Pure.
+"""Parse SASS disassembly (nvdisasm -c -gi or cuobjdump -sass) into instructions and a histogram. Pure; the
+one reader of this text: the sass tool returns its records, the decomposer reads them per source line.
 
 Both print one instruction per line as `/*0120*/  [@!P0] OPCODE operands ;` (cuobjdump follows each with
 its encoding in a `/* 0x... */` comment line). Kernels start at `Function : <name>` (cuobjdump) or at the
