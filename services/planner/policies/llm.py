@@ -13,6 +13,7 @@ answer format, tokens as the server counted them, seconds).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -191,7 +192,10 @@ class LlmPolicy:
         return plan
 
     async def propose(self, ctx: PlannerContext) -> Plan:
-        offers = offers_for(ctx, self.transforms, source_lines=self.source_lines, exact_search=self.compact)
+        # Off the event loop: checking the offers runs the patcher (and LibCST rewrites) on the task source.
+        offers = await asyncio.to_thread(
+            offers_for, ctx, self.transforms, source_lines=self.source_lines, exact_search=self.compact
+        )
         schema = answer_schema(offers, labels_for(ctx) if self.compact else ())
         messages = self.messages(ctx, offers)
         self.transcript = messages
@@ -211,7 +215,7 @@ class LlmPolicy:
             notes += reply.constraint_notes
             got = validate(reply.content, reply.tool_calls, self.tools, schema)
             if isinstance(got, Plan) and got.candidates:
-                got = self._screen(ctx, got)
+                got = await asyncio.to_thread(self._screen, ctx, got)
             if isinstance(got, Plan):
                 got.policy = self.name
                 got.llm = usage
