@@ -107,12 +107,24 @@ def with_kernel(changes: list[ChangeDescription], kernel: str) -> list[ChangeDes
 
 
 def screen(source: str, filename: str, candidates: Sequence[CandidatePlan]) -> tuple[list[CandidatePlan], list[str]]:
-    """(the candidates the patcher applies to `source`, one reason per candidate it refuses)."""
+    """(the candidates the patcher applies to `source`, one line per change or candidate it refused).
+
+    A candidate whose refused changes the patcher names (a transformation with nothing left to rewrite
+    after the same one earlier in the list, an edit overlapping another) keeps its other changes; one
+    refused as a whole (the result does not parse) is left out."""
     kept, rejected = [], []
     for i, cp in enumerate(candidates):
-        got = apply_changes(source, list(cp.changes), filename)
-        if isinstance(got, PatchRejected):
-            rejected.append(f"candidate {i}: {got.summary()}"[:400])
-        else:
-            kept.append(cp)
+        changes = list(cp.changes)
+        while True:
+            got = apply_changes(source, changes, filename)
+            if not isinstance(got, PatchRejected):
+                kept.append(cp if len(changes) == len(cp.changes) else CandidatePlan(changes=changes,
+                                                                                      rationale=cp.rationale))
+                break
+            named = sorted({e.change_index for e in got.errors})
+            if not all(0 <= j < len(changes) for j in named) or len(named) >= len(changes):
+                rejected.append(f"candidate {i}: {got.summary()}"[:400])
+                break
+            rejected.append(f"candidate {i}, without its refused change(s): {got.summary()}"[:400])
+            changes = [c for j, c in enumerate(changes) if j not in named]
     return kept, rejected
