@@ -128,7 +128,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for i in range(max(len(corpus), len(suite))):  # interleave: ~2 corpus cases per suite task
         order += corpus[2 * i: 2 * i + 2] + suite[i: i + 1]
     order += corpus[2 * len(suite):]
-    order = order[: args.rounds]
+    order = order[args.skip: args.skip + args.rounds]  # --skip: go on where an earlier run stopped
     rules = RulesPolicy()
     transforms = [] if args.no_transforms else table_transforms()
     root = Path(tempfile.mkdtemp(prefix="bench_llm_"))
@@ -286,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sha256", default="")
     ap.add_argument("--server", default="", help="what serves the model, recorded with the results")
     ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first SKIP contexts of the order")
     ap.add_argument("--max-seconds", type=float, default=600.0, help="stop starting rounds after this")
     ap.add_argument("--funnel-budget-s", type=float, default=300.0)
     ap.add_argument("--temperature", type=float, default=0.3)
@@ -309,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         "run_id": args.run_id or time.strftime("llm-%Y%m%dT%H%M%SZ", time.gmtime()),
         "device": args.device or f"{platform.machine()} {platform.node()}, {os.cpu_count()} CPUs, CPU only",
         "transforms_offered": not args.no_transforms,
+        "skipped_contexts": args.skip,
         "server": args.server, "model": args.model, "model_sha256": args.sha256,
         "temperature": args.temperature, "max_tokens": args.max_tokens, "prompt": args.prompt, "max_retries": args.max_retries,
         "machine": f"{platform.machine()} {platform.node()}, CPU only (no GPU: nothing timed)",
