@@ -300,11 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-id", default="", help="default: llm-<UTC time>")
     ap.add_argument("--device", default="", help="the machine, in words (default: platform)")
     args = ap.parse_args(argv)
-    got = asyncio.run(run(args))
     import subprocess
 
+    # Read before the run: the code that runs is the code imported at its start (a commit made while a
+    # run lasts must not be recorded as the one that ran).
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                             check=False).stdout.strip()
+    got = asyncio.run(run(args))
     result = {
         "what": "llm policy vs rules on the planted corpus and the suite tasks (benchmarks/bench_llm.py)",
         "run_id": args.run_id or time.strftime("llm-%Y%m%dT%H%M%SZ", time.gmtime()),
