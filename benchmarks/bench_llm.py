@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import statistics
 import sys
@@ -46,6 +47,31 @@ def _answers(exchanges: list[dict[str, Any]]) -> list[str]:
                 out.append(e["response"]["choices"][0]["message"].get("content") or "")
             except (KeyError, IndexError):
                 out.append("")
+    return out
+
+
+def _model_candidates(ctx: Any, answers: list[str], schema: dict[str, Any], tools: list) -> list[dict[str, Any]]:
+    """Every candidate of every schema-valid answer, as the model wrote it, applied to the task source
+    before the policy's screen (llm_check.screen) drops the ones the patcher refuses; refused ones keep
+    their changes and the patcher's reason (the failure records)."""
+    from services.planner.patcher import PatchRejected, apply_changes
+    from services.planner.policies.base import Plan
+    from services.planner.policies.llm import validate
+    from services.planner.policies.llm_check import with_kernel
+
+    out = []
+    for a in answers:
+        plan = validate(a, [], tools, schema)
+        if not isinstance(plan, Plan):
+            continue
+        for cp in plan.candidates:
+            changes = with_kernel(list(cp.changes), ctx.kernel)
+            got = apply_changes(ctx.task.source, changes, Path(ctx.task.path).name)
+            row: dict[str, Any] = {"kinds": [c.change for c in changes], "applied": not isinstance(got, PatchRejected)}
+            if isinstance(got, PatchRejected):
+                row["why"] = got.summary()[:300]
+                row["changes"] = msgspec.to_builtins(changes)
+            out.append(row)
     return out
 
 
@@ -91,7 +117,7 @@ def _configs(rows: list[dict[str, Any]]) -> set[str]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
-    from services.planner.policies.llm import LlmPolicy, tool_specs, validate
+    from services.planner.policies.llm import LlmPolicy, table_transforms, tool_specs, validate
     from services.planner.policies.llm_clients import OpenAIChat
     from services.planner.policies.llm_offer import answer_schema, labels_for, offers_for
     from services.planner.policies.rules import RulesPolicy
@@ -103,8 +129,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for i in range(max(len(corpus), len(suite))):  # interleave: ~2 corpus cases per suite task
         order += corpus[2 * i: 2 * i + 2] + suite[i: i + 1]
     order += corpus[2 * len(suite):]
-    order = order[: args.rounds]
+    order = order[args.skip: args.skip + args.rounds]  # --skip: go on where an earlier run stopped
     rules = RulesPolicy()
+    transforms = [] if args.no_transforms else table_transforms()
     root = Path(tempfile.mkdtemp(prefix="bench_llm_"))
     rows: list[dict[str, Any]] = []
     t_start = time.monotonic()
@@ -116,9 +143,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         client = OpenAIChat(args.url, args.model, model_sha256=args.sha256, temperature=args.temperature,
                             max_tokens=args.max_tokens, timeout_s=args.timeout)
         policy = LlmPolicy(client, rules, tools=tool_specs(), compact=args.prompt == "compact",
-                           max_retries=args.max_retries)
-        schema = answer_schema(offers_for(ctx, source_lines=policy.source_lines, exact_search=policy.compact),
-                               labels_for(ctx) if policy.compact else ())
+                           max_retries=args.max_retries, transforms=transforms)
+        offers = offers_for(ctx, policy.transforms, source_lines=policy.source_lines, exact_search=policy.compact)
+        schema = answer_schema(offers, labels_for(ctx) if policy.compact else ())
         plan = await policy.propose(ctx)
         answers = _answers(client.exchanges)
         valid = [isinstance(validate(a, [], policy.tools, schema), type(plan)) for a in answers]
@@ -136,6 +163,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "schema_valid": sum(valid),
                 "refusals": [e["status"] for e in client.exchanges if e["status"] != 200],
                 "analysis": plan.analysis[:300],
+                "offered": sorted({o.kind if o.kind != "transform" else f"transform {o.target}" for o in offers}),
+                "model_candidates": _model_candidates(ctx, answers, schema, policy.tools),
+                "screened_out": list(plan.rejected),
                 "candidates": _patch(root / "llm", ctx, plan) if plan.policy == "llm" else [],
             },
             "rules": {"candidates": _patch(root / "rules", ctx, rplan), "analysis": rplan.analysis[:200]},
@@ -178,6 +208,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "funnel_failed_at": {la: sum(f["failed_at"] == la for f in funnels) for la in ("static", "micro", "full")},
         }
 
+    model = [c for r in rows for c in r["llm"]["model_candidates"]]
+    model_failed = [c for c in model if not c["applied"]]
     usage = [r["llm"]["usage"] for r in rows if r["llm"]["usage"]]
     toks = [u["prompt_tokens"] + u["completion_tokens"] for u in usage if u["prompt_tokens"] is not None]
     secs = [u["seconds"] for u in usage]
@@ -195,6 +227,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                                                  if u["completion_tokens"] is not None] or [0]),
         "seconds_per_plan_median": round(statistics.median(secs), 2) if secs else None,
         "seconds_per_plan_max": round(max(secs), 2) if secs else None,
+        "model_candidates": len(model),
+        "model_candidates_refused_by_patcher": len(model_failed),
+        "model_refusal_rate": round(len(model_failed) / len(model), 4) if model else None,
+        "model_refusal_reasons": sorted({c["why"].split(": ", 1)[-1][:120] for c in model_failed}),
         "llm": cand_stats("llm"),
         "rules": cand_stats("rules"),
         "same_configs_as_rules": sum(r["agreement"]["same_configs"] for r in rows),
@@ -205,6 +241,45 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def table(result: dict[str, Any]) -> str:
+    """The run's figures as a short Markdown table (every number from `result`)."""
+    s, lm, ru = result["summary"], result["summary"]["llm"], result["summary"]["rules"]
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f} %"
+
+    rows = [
+        ("run id / commit", f"{result['run_id']} / {result['commit'][:12]}", ""),
+        ("device", result["device"], ""),
+        ("model (sha256)", f"{result['model']} ({result['model_sha256'][:12]})", ""),
+        ("rounds / answers", f"{s['rounds']} / {s['answers']}", str(s["rounds"])),
+        ("schema-valid answers", f"{s['schema_valid']} of {s['answers']} ({pct(s['schema_valid_rate'])})", "-"),
+        ("answer formats", ", ".join(s["constraints"]), "-"),
+        ("plans that fell back to rules", str(s["plans_fell_back"]), "-"),
+        ("candidates the model wrote", str(s["model_candidates"]), "-"),
+        ("... refused by the patcher (screened out, reason kept)",
+         f"{s['model_candidates_refused_by_patcher']} ({pct(s['model_refusal_rate'])})", "-"),
+        ("plan candidates (after the screen)", str(lm["proposed"]), str(ru["proposed"])),
+        ("patch-apply failures of plan candidates", f"{lm['patch_failed']} ({pct(lm['patch_fail_rate'])})",
+         f"{ru['patch_failed']} ({pct(ru['patch_fail_rate'])})"),
+        ("no-op candidates", str(lm["noop"]), str(ru["noop"])),
+        ("change kinds", ", ".join(f"{k} {v}" for k, v in lm["kinds"].items()),
+         ", ".join(f"{k} {v}" for k, v in ru["kinds"].items())),
+        ("funnel run / passed static / passed micro",
+         f"{lm['funnel_run']} / {lm['funnel_passed_static']} / {lm['funnel_passed_micro']}",
+         f"{ru['funnel_run']} / {ru['funnel_passed_static']} / {ru['funnel_passed_micro']}"),
+        ("tokens per plan (median, server-counted)",
+         f"{s['tokens_per_plan_median']} ({s['completion_tokens_per_plan_median']} written)", "-"),
+        ("seconds per plan (median / max)", f"{s['seconds_per_plan_median']} / {s['seconds_per_plan_max']}", "-"),
+        ("configs the same as rules'", str(s["same_configs_as_rules"]), ""),
+        ("source edit where the top finding asks for one",
+         f"{s['llm_source_edits_where_finding_asks']} of {s['rounds_with_source_edit_finding']}", "-"),
+    ]
+    out = ["| figure | llm | rules (same contexts) |", "|---|---|---|"]
+    out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", required=True)
@@ -212,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sha256", default="")
     ap.add_argument("--server", default="", help="what serves the model, recorded with the results")
     ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first SKIP contexts of the order")
     ap.add_argument("--max-seconds", type=float, default=600.0, help="stop starting rounds after this")
     ap.add_argument("--funnel-budget-s", type=float, default=300.0)
     ap.add_argument("--temperature", type=float, default=0.3)
@@ -221,14 +297,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds one call may take")
     ap.add_argument("--out", type=Path, required=True, help="path stem: writes <out>.json")
     ap.add_argument("--partial", type=Path, help="append each finished round to this JSONL file")
+    ap.add_argument("--no-transforms", action="store_true", help="offer no `transform` kinds (as before)")
+    ap.add_argument("--run-id", default="", help="default: llm-<UTC time>")
+    ap.add_argument("--device", default="", help="the machine, in words (default: platform)")
     args = ap.parse_args(argv)
-    got = asyncio.run(run(args))
     import subprocess
 
+    # Read before the run: the code that runs is the code imported at its start (a commit made while a
+    # run lasts must not be recorded as the one that ran).
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                             check=False).stdout.strip()
+    got = asyncio.run(run(args))
     result = {
         "what": "llm policy vs rules on the planted corpus and the suite tasks (benchmarks/bench_llm.py)",
+        "run_id": args.run_id or time.strftime("llm-%Y%m%dT%H%M%SZ", time.gmtime()),
+        "device": args.device or f"{platform.machine()} {platform.node()}, {os.cpu_count()} CPUs, CPU only",
+        "transforms_offered": not args.no_transforms,
+        "skipped_contexts": args.skip,
         "server": args.server, "model": args.model, "model_sha256": args.sha256,
         "temperature": args.temperature, "max_tokens": args.max_tokens, "prompt": args.prompt, "max_retries": args.max_retries,
         "machine": f"{platform.machine()} {platform.node()}, CPU only (no GPU: nothing timed)",
@@ -239,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    args.out.with_suffix(".md").write_text(table(result))
     print(json.dumps(result["summary"], indent=1))
     return 0
 

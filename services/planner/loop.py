@@ -214,7 +214,7 @@ class Planner:
         if plan.tool_calls:
             ctx.tool_results = await self._tools(plan)
         versions, rejected = self._patch(s, task, plan)
-        for r in rejected:
+        for r in plan.rejected + rejected:
             jobs.note(s, r)
         budget_left = s.budget.candidates - len(s.candidates)
         versions = versions[: max(budget_left, 0)]

@@ -354,3 +354,22 @@ async def test_a_malformed_launch_grid_answer_leaves_the_shape_model_in_charge(
     planner = Planner(io, {"rules": policy}, tmp_path / "cands")
     await planner.trigger(kernel="matmul_kernel", task_path=str(task), trigger_id="r", budget=jobs.Budget())
     assert policy.programs == [{}] and io.candidates  # planned anyway, from the model
+
+
+class _ScreenedRules(RulesPolicy):
+    """Rules' plan, plus what a screening policy (the llm policy) left out of it and why."""
+
+    name = "llm"
+
+    async def propose(self, ctx: Any) -> Any:
+        plan = await super().propose(ctx)
+        plan.rejected = ["rejected llm answer candidate 1: change -1 (parse): the patched source does not parse"]
+        return plan
+
+
+async def test_candidates_a_policy_screened_out_are_kept_in_the_job_notes(task: Path, tmp_path: Path) -> None:
+    io = MemoryIO()
+    planner = Planner(io, {"rules": RulesPolicy(), "llm": _ScreenedRules()}, tmp_path / "c")
+    s = await planner.trigger(kernel="matmul_kernel", task_path=str(task), trigger_id="t1", policy="llm")
+    assert io.candidates
+    assert any(n.startswith("rejected llm answer candidate 1") and "does not parse" in n for n in s.notes)

@@ -88,7 +88,7 @@ def test_transform_records_are_offered_only_when_the_messages_take_the_kind() ->
     ctx = task_context("examples/matmul.py")
     if "transform" not in accepted_kinds():  # before the transformation table lands
         assert all(o.kind != "transform" for o in offers_for(ctx, PLACEHOLDER_TRANSFORMS))
-    offers = offers_for(ctx, PLACEHOLDER_TRANSFORMS, kinds=accepted_kinds() | {"transform"})
+    offers = offers_for(ctx, PLACEHOLDER_TRANSFORMS, kinds=accepted_kinds() | {"transform"}, check=False)
     text = render_offers(offers)
     assert "transform split_k(SPLIT_K in [2, 4, 8]): split the K loop (answers small_grid)" in text
     v = jsonschema.Draft202012Validator(answer_schema(offers))
@@ -138,3 +138,56 @@ def test_compact_answers_label_their_text_and_quote_shown_lines_only() -> None:
     for bad in ({"search": "1024}}}]} }"}, {"replace": 'two\nlines'}, {"replace": 'a "quote"'}):
         cand = {"changes": [edit | bad], "rationale": "config search"}
         assert list(v.iter_errors(ok | {"candidates": [cand]})), bad
+
+
+def test_every_offered_change_applies_to_the_task_source_on_its_own() -> None:
+    """The offers are what the real patcher applies here: values, transformations (with each parameter
+    value) and quotable lines it refuses are not offered (llm_check.applicable)."""
+    from services.planner.policies.llm import table_transforms
+    from services.planner.policies.llm_offer import COMPACT_SOURCE_LINES
+    from shared.messages import ChangeDescription
+
+    ctx = corpus_context("atomic_one_counter")
+    unchecked = offers_for(ctx, table_transforms(), source_lines=COMPACT_SOURCE_LINES, exact_search=True,
+                           check=False)
+    offers = offers_for(ctx, table_transforms(), source_lines=COMPACT_SOURCE_LINES, exact_search=True)
+    names = {o.target for o in offers if o.kind == "transform"}
+    assert names and names < {o.target for o in unchecked if o.kind == "transform"}  # some refused here
+    for o in offers:
+        if o.kind == "transform":
+            changes = [[ChangeDescription(change="transform", transform=o.target, target=ctx.kernel,
+                                          params={p: v})] for p, d in o.params.items() for v in d]
+        elif o.kind == "source_edit":
+            changes = [[ChangeDescription(change="source_edit", target=t, search=x, replace="pass")]
+                       for t, x in zip(o.values, o.texts, strict=True)]
+        else:
+            changes = [[ChangeDescription(change=o.kind, target=o.target, value=v)] for v in o.values]
+        for ch in changes:
+            assert not isinstance(apply_changes(ctx.task.source, ch, "cases.py"), PatchRejected), ch
+
+
+def test_compact_edits_quote_only_whole_simple_statements_and_bring_no_indentation() -> None:
+    """The first SmolLM2 run's refused patches (benchmarks/results/llm/smollm2_135m_cpu.json): one-line
+    replacements with their own indentation ("unexpected indent" at the edited line) and of a `def` line.
+    Neither is admitted now: no loop header, decorator or def is quotable, no replacement starts blank."""
+    from services.planner.policies.llm_offer import COMPACT_SOURCE_LINES, labels_for
+
+    ctx = corpus_context("atomic_histogram_loop")
+    offers = offers_for(ctx, source_lines=COMPACT_SOURCE_LINES, exact_search=True)
+    (edit,) = [o for o in offers if o.kind == "source_edit"]
+    src = ctx.task.source.splitlines()
+    shown = dict(zip(edit.values, edit.texts, strict=True))
+    assert shown and all(src[int(n[1:]) - 1].strip() == t for n, t in shown.items())
+    assert not any(t.startswith(("for ", "def ", "@")) or t.endswith(":") for t in shown.values())
+    v = jsonschema.Draft202012Validator(answer_schema(offers, labels_for(ctx)))
+    n, text = next(iter(shown.items()))
+    other = next(x for x in shown if x != n)
+
+    def answer(**edit_fields: str) -> dict:
+        e = {"change": "source_edit", "target": n, "search": text, "replace": "pass"} | edit_fields
+        return {"analysis": "config search", "candidates": [{"changes": [e], "rationale": "config search"}]}
+
+    assert not list(v.iter_errors(answer()))
+    assert list(v.iter_errors(answer(replace="    " + text)))  # its own indentation
+    assert list(v.iter_errors(answer(target=other)))  # a line's text belongs to that line only
+    assert list(v.iter_errors(answer(search="for i in range(CHUNKS):")))

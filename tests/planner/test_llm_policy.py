@@ -175,3 +175,31 @@ async def test_dead_endpoint_falls_back() -> None:
         _ctx()
     )
     assert plan.policy == "llm->rules"
+
+
+NOT_PYTHON = {"change": "source_edit", "target": "L51", "search": "acc = tl.dot(a, b, acc)",
+              "replace": "acc = tl.dot(a, b, acc"}
+
+
+@pytest.mark.parametrize("api", ["ollama", "openai"])
+async def test_a_candidate_the_patcher_refuses_is_left_out_with_its_reason(server, api: str) -> None:
+    url, script = server
+    script.answers = [{"analysis": "a", "candidates": [{"changes": [NOT_PYTHON], "rationale": "broken"},
+                                                       VALID["candidates"][0]]}]
+    plan = await LlmPolicy(_clients(url)[api], RulesPolicy()).propose(_ctx())
+    assert plan.policy == "llm" and len(script.requests) == 1
+    assert [c.changes[0].value for c in plan.candidates] == [128]  # only the one that applies
+    (why,) = plan.rejected
+    assert why.startswith("rejected llm answer candidate 0") and "does not parse" in why
+
+
+@pytest.mark.parametrize("api", ["ollama", "openai"])
+async def test_an_answer_with_no_applicable_candidate_is_sent_back_with_the_patchers_reason(
+    server, api: str
+) -> None:
+    url, script = server
+    script.answers = [{"analysis": "a", "candidates": [{"changes": [NOT_PYTHON], "rationale": "broken"}]}, VALID]
+    plan = await LlmPolicy(_clients(url)[api], RulesPolicy()).propose(_ctx())
+    assert plan.policy == "llm" and len(script.requests) == 2 and not plan.rejected
+    retry = script.requests[1]["body"]["messages"][-1]["content"]
+    assert "no candidate applies to the task source" in retry and "does not parse" in retry

@@ -17,7 +17,7 @@ import httpx
 import msgspec
 import pytest
 
-from services.planner.policies.llm import LlmPolicy, tool_specs
+from services.planner.policies.llm import LlmPolicy, table_transforms, tool_specs
 from services.planner.policies.rules import RulesPolicy
 from tests.fixtures.llm.record import client_of, context_of
 from tests.fixtures.llm.replay_server import _norm, first_difference
@@ -75,7 +75,8 @@ async def test_recorded_exchange_replays(recording: Path, tmp_path: Path) -> Non
     url, proc = _start(recording, tmp_path)
     try:
         client = client_of(rec["dialect"], url, c["model"], c["model_sha256"], c["temperature"], c["max_tokens"])
-        policy = LlmPolicy(client, RulesPolicy(), tools=tool_specs(), compact=c.get("prompt") == "compact")
+        policy = LlmPolicy(client, RulesPolicy(), tools=tool_specs(), compact=c.get("prompt") == "compact",
+                           transforms=table_transforms() if c.get("transforms") == "table" else ())
         plan = await policy.propose(context_of(rec["context"]))
         async with httpx.AsyncClient(timeout=5) as h:
             received = (await h.get(f"{url}/_received")).json()

@@ -33,6 +33,9 @@ class Plan(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     done: bool = False  # the policy sees nothing left worth trying
     policy: str = ""  # filled in by the planner: which policy produced it ("rules", "llm", "llm->rules")
     llm: LlmUsage | None = None  # filled in by the llm policy: model, answer format, tokens, seconds
+    # candidates the policy left out because the patcher refused them on the task source, with its reason
+    # (the llm policy screens every answer: llm_check.screen)
+    rejected: list[str] = []
 
 
 class Policy(Protocol):

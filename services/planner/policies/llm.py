@@ -1,8 +1,10 @@
 """The LLM policy: the context and the offered changes as a prompt, an answer schema built from the offers
-(services/planner/policies/llm_offer.py) as the constrained answer format, the catalog's plan tools (shared/tools/catalog.py)
-as JSON-Schema function specs. An answer that does not decode, falls outside the offered domains, names an unknown tool,
-or gives tool arguments that fail the tool's input schema is sent back with the validation errors, at
-most `max_retries` times; then (and on a timeout or a dead endpoint) the fallback policy (rules) plans,
+(services/planner/policies/llm_offer.py) as the constrained answer format, the catalog's plan tools
+(shared/tools/catalog.py) as JSON-Schema function specs. An answer that does not decode, falls outside the
+offered domains, names an unknown tool, gives tool arguments that fail the tool's input schema, or has no
+candidate the patcher applies to the task source (llm_check.screen; refused candidates of an answer that
+has others are dropped and recorded in `Plan.rejected`) is sent back with the errors, at most
+`max_retries` times; then (and on a timeout or a dead endpoint) the fallback policy (rules) plans,
 and the plan says why (`Plan.analysis` and `Plan.llm.fallback`).
 
 The wire dialects (OpenAI-compatible, Ollama) and their answer-format ladders are in llm_clients.py.
@@ -12,7 +14,9 @@ answer format, tokens as the server counted them, seconds).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -20,6 +24,7 @@ import msgspec
 
 from services.planner.context import PlannerContext, render
 from services.planner.policies.base import Plan, Policy, ToolCall, inline_schema
+from services.planner.policies.llm_check import screen, with_kernel
 from services.planner.policies.llm_clients import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT_S,
@@ -146,15 +151,30 @@ class LlmPolicy:
                     for x in (
                         render_compact(ctx) if self.compact else render(ctx),
                         render_source(ctx, self.source_lines),
-                        render_offers(offers),
+                        render_offers(offers, self.compact),
                     )
                     if x
                 ),
             },
         ]
 
+    def _screen(self, ctx: PlannerContext, plan: Plan) -> Plan | list[str]:
+        """The plan with only the candidates the patcher applies to the task source (each refused one
+        recorded in `plan.rejected`), or, when none applies, the patcher's reasons to send back."""
+        for cp in plan.candidates:
+            cp.changes = with_kernel(list(cp.changes), ctx.kernel)
+        kept, rejected = screen(ctx.task.source, Path(ctx.task.path).name, plan.candidates)
+        if not kept:
+            return [f"no candidate applies to the task source: {'; '.join(rejected)}"]
+        plan.candidates = kept
+        plan.rejected = [f"rejected llm answer {r}" for r in rejected]
+        return plan
+
     async def propose(self, ctx: PlannerContext) -> Plan:
-        offers = offers_for(ctx, self.transforms, source_lines=self.source_lines, exact_search=self.compact)
+        # Off the event loop: checking the offers runs the patcher (and LibCST rewrites) on the task source.
+        offers = await asyncio.to_thread(
+            offers_for, ctx, self.transforms, source_lines=self.source_lines, exact_search=self.compact
+        )
         schema = answer_schema(offers, labels_for(ctx) if self.compact else ())
         messages = self.messages(ctx, offers)
         self.transcript = messages
@@ -173,6 +193,8 @@ class LlmPolicy:
             metrics.on_llm_tokens(reply.model, reply.prompt_tokens, reply.completion_tokens)
             notes += reply.constraint_notes
             got = validate(reply.content, reply.tool_calls, self.tools, schema)
+            if isinstance(got, Plan) and got.candidates:
+                got = await asyncio.to_thread(self._screen, ctx, got)
             if isinstance(got, Plan):
                 got.policy = self.name
                 got.llm = usage
@@ -198,6 +220,13 @@ class LlmPolicy:
         return plan
 
 
+def table_transforms() -> list[Offer]:
+    """The transformation table (shared/transforms/table.py) as `transform` offers."""
+    from shared.transforms.table import records
+
+    return transform_offers(records())
+
+
 def policy_from_env(env: Mapping[str, str], fallback: Policy) -> LlmPolicy:
     """KPILOT_LLM_API = ollama (default) | openai; KPILOT_LLM_HOST, KPILOT_LLM_MODEL, KPILOT_LLM_TEMPERATURE,
     KPILOT_LLM_API_KEY, KPILOT_LLM_CONSTRAINT (auto, or one answer format of the dialect's ladder),
@@ -219,7 +248,5 @@ def policy_from_env(env: Mapping[str, str], fallback: Policy) -> LlmPolicy:
         client = OllamaChat(
             host, model, temperature=temp, constraint=constraint, model_sha256=sha, timeout_s=timeout
         )
-    from shared.transforms.table import records  # the transformation table, offered as `transform` kinds
-
-    return LlmPolicy(client, fallback, transforms=transform_offers(records()),
+    return LlmPolicy(client, fallback, transforms=table_transforms(),
                      compact=env.get("KPILOT_LLM_PROMPT", "full") == "compact")

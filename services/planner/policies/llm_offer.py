@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -31,10 +32,12 @@ LAUNCH_KINDS = {"num_warps": "set_num_warps", "num_stages": "set_num_stages", "m
 # SmolLM2-135M had not answered after 120 s (first recording attempt); max_tokens bounds them instead.
 MAX_CANDIDATES = 3
 MAX_CHANGES = 4
-# A compact source_edit's replacement: one line of printable ASCII without `"` and `\`. SmolLM2-135M wrote
-# 770 tokens of prose (raw newlines included: llama-cpp-python's string rule admits them) into a free
-# `search` string in 3 of 3 answers of its second recording.
-REPLACE_LINE = "^[ !#-\\[\\]-~]*$"
+# A compact source_edit's replacement: one line of printable ASCII without `"` and `\`, starting with no blank:
+# the replaced line keeps its indentation (4 of the 7 failed patches of the first SmolLM2 run brought their
+# own: "unexpected indent"); a deletion is `pass`. SmolLM2-135M wrote 770 tokens of prose (raw newlines
+# included: llama-cpp-python's string rule admits them) into a free `search` string in 3 of 3 answers of its
+# second recording.
+REPLACE_LINE = "^[!#-\\[\\]-~][ !#-\\[\\]-~]*$"
 SOURCE_LINES = 60  # the kernel's text shown to the model; the suite's largest Triton kernel has ~70 lines
 WINDOW = 4  # lines each side of a finding's line when the kernel is longer than SOURCE_LINES
 
@@ -47,8 +50,10 @@ class Offer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     values: list[Scalar] = []  # the domain of `value` ([] = not a value change)
     params: dict[str, list[Scalar]] = {}  # transformation parameters and their domains
     current: Scalar | None = None  # the value in the task's CONFIG, shown in the prompt
-    texts: list[str] = []  # source_edit: the shown lines' text, the only `search` a compact answer may use
+    # compact source_edit: the text of each line in `values` (paired), the only `search` it may use there
+    texts: list[str] = []
     description: str = ""
+    answers: list[str] = []  # transform: the decomposer patterns it answers (shown by the full prompt)
 
 
 def accepted_kinds() -> frozenset[str]:
@@ -61,13 +66,13 @@ def transform_offers(records: Iterable[dict[str, Any]]) -> list[Offer]:
     ...}]}, the shape `kpilot transforms --json` prints)."""
     out = []
     for r in records:
-        answers = ", ".join(r.get("answers", []))
         out.append(
             Offer(
                 kind="transform",
                 target=r["name"],
                 params={p["name"]: list(p["domain"]) for p in r.get("params", [])},
-                description=r.get("summary", "") + (f" (answers {answers})" if answers else ""),
+                description=r.get("summary", ""),
+                answers=list(r.get("answers", [])),
             )
         )
     return out
@@ -81,9 +86,11 @@ def offers_for(
     source_edits: bool = True,
     source_lines: int = 0,
     exact_search: bool = False,
+    check: bool = True,
 ) -> list[Offer]:
     """Config keys of SPACE with their domains, the given transformations (when `transform` is a kind the
-    messages accept), then the free source edit."""
+    messages accept), then the source edit; with `check` (the default) only what the patcher applies to
+    this task source (llm_check.applicable)."""
     kinds = accepted_kinds() if kinds is None else kinds
     out: list[Offer] = []
     for key, domain in ctx.task.space.items():
@@ -101,22 +108,37 @@ def offers_for(
     if "transform" in kinds:
         out += [t for t in transforms if t.kind == "transform"]
     lines = kernel_lines(ctx, source_lines)
-    # Lines with `"` or `\` are left out of a compact search: llama-cpp-python 0.3.36 writes them into GBNF
-    # literals its parser rejects ("expecting newline or end at \\"))"), and that request killed the
-    # server process (bench_llm.py, corpus case clean_softmax).
-    src = ctx.task.source.splitlines()
-    texts = [t for n in lines if not {'"', "\\"} & set(t := src[n - 1].strip()) and t]
-    if source_edits and "source_edit" in kinds and lines and (texts or not exact_search):
-        out.append(
-            Offer(
-                kind="source_edit",
-                values=[f"L{n}" for n in lines],
-                texts=texts if exact_search else [],
-                description="target = a line 'L<n>' of the kernel source above, search = exact text starting "
-                "within 12 lines of it, replace = the new text",
+    if source_edits and "source_edit" in kinds and lines:
+        if exact_search:
+            # A compact search quotes one shown line that holds one whole simple statement: a one-line
+            # replacement of a loop header, a decorator or a `def` line (one failed patch of the first
+            # SmolLM2 run replaced a `def` line) breaks the block structure around it. Lines with `"` or `\` are left out: llama-cpp-python
+            # 0.3.36 writes them into GBNF literals its parser rejects ("expecting newline or end at
+            # \\"))"), and that request killed the server process (bench_llm.py, corpus case clean_softmax).
+            from services.planner.policies.llm_check import single_line_statements
+
+            src = ctx.task.source.splitlines()
+            whole = single_line_statements(ctx.task.source)
+            quoted = [(n, t) for n in lines
+                      if n in whole and (t := src[n - 1].strip()) and not {'"', "\\"} & set(t)]
+            if quoted:
+                out.append(Offer(kind="source_edit", values=[f"L{n}" for n, _ in quoted],
+                                 texts=[t for _, t in quoted], description="target = a line 'L<n>' of the kernel source above, search = its "
+                                 "text, replace = the new text of that line (one statement, no indentation)"))
+        else:
+            out.append(
+                Offer(
+                    kind="source_edit",
+                    values=[f"L{n}" for n in lines],
+                    description="target = a line 'L<n>' of the kernel source above, search = exact text "
+                    "starting within 12 lines of it, replace = the new text",
+                )
             )
-        )
-    return out
+    if not check:
+        return out
+    from services.planner.policies.llm_check import applicable
+
+    return applicable(ctx.task.source, Path(ctx.task.path).name, ctx.kernel, out)
 
 
 def kernel_lines(ctx: PlannerContext, max_lines: int = 0) -> list[int]:
@@ -144,7 +166,14 @@ def kernel_lines(ctx: PlannerContext, max_lines: int = 0) -> list[int]:
     return span
 
 
-def _branch(o: Offer) -> dict[str, Any]:
+def _branches(o: Offer) -> list[dict[str, Any]]:
+    if o.kind == "source_edit" and o.texts:
+        # One branch per quotable line, its text fixed: the search always resolves at its own line, and
+        # the replacement is one line of printable ASCII without `"` or `\`, not starting with a blank
+        # (the line keeps its own indentation).
+        return [_obj({"change": {"const": o.kind}, "target": {"const": line}, "search": {"const": text},
+                      "replace": {"type": "string", "pattern": REPLACE_LINE}})
+                for line, text in zip(o.values, o.texts, strict=True)]
     props: dict[str, Any] = {"change": {"const": o.kind}}
     if o.kind == "source_edit":
         props |= {
@@ -152,9 +181,6 @@ def _branch(o: Offer) -> dict[str, Any]:
             "search": {"type": "string", "minLength": 1},
             "replace": {"type": "string"},
         }
-        if o.texts:  # one line, quoted exactly; its replacement one line of printable ASCII without " or \
-            props["search"] = {"enum": sorted(set(o.texts) - {""})}
-            props["replace"] = {"type": "string", "pattern": REPLACE_LINE}
     elif o.kind == "transform":
         props["transform"] = {"const": o.target}
         props["params"] = {
@@ -167,6 +193,10 @@ def _branch(o: Offer) -> dict[str, Any]:
         if o.target:
             props["target"] = {"const": o.target}
         props["value"] = {"enum": list(o.values)}
+    return [_obj(props)]
+
+
+def _obj(props: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
@@ -184,7 +214,7 @@ def answer_schema(offers: Sequence[Offer], labels: Sequence[str] = ()) -> dict[s
         "properties": {
             "changes": {
                 "type": "array",
-                "items": {"anyOf": [_branch(o) for o in offers]},
+                "items": {"anyOf": [b for o in offers for b in _branches(o)]},
                 "minItems": 1,
                 "maxItems": MAX_CHANGES,
             },
@@ -209,15 +239,17 @@ def _show(values: Sequence[Scalar]) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
 
 
-def render_offers(offers: Sequence[Offer]) -> str:
-    """The offers as prompt lines, one per change."""
+def render_offers(offers: Sequence[Offer], compact: bool = False) -> str:
+    """The offers as prompt lines, one per change (`compact`: a transformation without the patterns it
+    answers; the compact prompt's findings name their transformations already)."""
     lines = ["changes you may propose (each candidate is 1-4 of these):"]
     for o in offers:
         if o.kind == "source_edit":
             lines.append(f"  source_edit: {o.description}")
         elif o.kind == "transform":
             ps = ", ".join(f"{p} in {_show(d)}" for p, d in o.params.items())
-            lines.append(f"  transform {o.target}({ps}){': ' + o.description if o.description else ''}")
+            why = f" (answers {', '.join(o.answers)})" if o.answers and not compact else ""
+            lines.append(f"  transform {o.target}({ps}){': ' + o.description if o.description else ''}{why}")
         else:
             name = f"{o.kind} {o.target}" if o.target else o.kind
             now = f" (now {o.current})" if o.current is not None else ""
