@@ -45,7 +45,7 @@ def test_one_llm_job_against_the_local_server(tmp_path: Path) -> None:
                    "--max-candidates", "3", "--json", "--nats", url, timeout=480)
     finally:
         _run("services.kpilot", "down", "--port", str(port), "--state-dir", state, timeout=60)
-    assert out.returncode in (0, 1), out.stdout + out.stderr
+    assert out.returncode in (0, 3), out.stdout + out.stderr  # 0 verified (GPU), 3 nothing verified (CPU)
     got = json.loads(out.stdout)
     sha = llm_server.local_model().sha256
     usage = [u["llm"] for u in got["updates"] if u.get("llm")]
