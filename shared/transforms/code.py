@@ -177,7 +177,8 @@ def _append_arg(call: cst.Call, name: str, value: cst.BaseExpression | None = No
         last = args[-1]
         new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
         # a multi-line call: the new argument takes the last one's comma (with its newline + indent)
-        args[-1] = last.with_changes(comma=_between(args, last.comma))
+        # and hands its trailing whitespace (the newline before `)`) to the new last argument
+        args[-1] = last.with_changes(comma=_between(args, last.comma), whitespace_after_arg=cst.SimpleWhitespace(""))
     args.append(new)
     return call.with_changes(args=args)
 

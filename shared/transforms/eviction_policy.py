@@ -32,20 +32,7 @@ class _Evict(cst.CSTTransformer):
                                                  for a in original.args):
             return updated
         self.done += 1
-        args = [*updated.args]
-        last = args[-1]
-        if isinstance(last.comma, cst.Comma) and "\n" in C.code(last.comma):  # multi-line call
-            new = cst.Arg(keyword=cst.Name("eviction_policy"), value=cst.SimpleString(f'"{self.policy}"'),
-                          equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                                whitespace_after=cst.SimpleWhitespace("")),
-                          comma=last.comma)
-            args[-1] = last.with_changes(comma=args[-2].comma if len(args) > 1 else last.comma)
-        else:
-            new = cst.Arg(keyword=cst.Name("eviction_policy"), value=cst.SimpleString(f'"{self.policy}"'),
-                          equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                                whitespace_after=cst.SimpleWhitespace("")))
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        return updated.with_changes(args=[*args, new])
+        return C._append_arg(updated, "eviction_policy", cst.SimpleString(f'"{self.policy}"'))  # the call's layout
 
 
 def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
