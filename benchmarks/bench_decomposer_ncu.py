@@ -302,6 +302,16 @@ def reference(inputs):
 '''
 
 
+# The checkout's packages the shim imports inside the sandbox, which binds only shared/ and services/:
+# the corpus (tests/decomposer/corpus; H200 run r30 lost every case to "No module named 'tests'") and
+# this module (run r31 lost every case to "No module named 'benchmarks'").
+SHIM_PACKAGES = ("tests", "benchmarks")
+
+
+def write_shim(path: Path, cases: list[str], manifest: Path) -> None:
+    path.write_text(_SHIM.format(cases=cases, root=str(ROOT), manifest=str(manifest)))
+
+
 # ---------------------------------------------------------------- batches, profiling and scoring
 
 
@@ -368,7 +378,7 @@ def profile_batch(
     cases = [e["case"] for e in batch]
     kernels = {e["case"]: e["kernel"] for e in batch}
     shim, manifest = tmp / f"task_{tag}.py", tmp / f"launched_{tag}.json"
-    shim.write_text(_SHIM.format(cases=cases, root=str(ROOT), manifest=str(manifest)))
+    write_shim(shim, cases, manifest)
     names = "|".join(re.escape(k) for k in sorted(set(kernels.values())))
     wreq = NcuWorkerRequest(
         ncu=ncu,
@@ -386,8 +396,8 @@ def profile_batch(
         msgspec.json.encode(wreq),
         Limits(timeout_s=timeout_s, memory_mb=None, gpu=0),
         writable=(tmp,),  # the shim task writes its launch manifest there; ncu its reports
-        packages=("tests",),  # the shim imports the corpus (tests/decomposer/corpus): H200 run r30 lost
-    )                         # every case to "No module named 'tests'" without it
+        packages=SHIM_PACKAGES,
+    )
     failed = _launch_failures(manifest)  # the launcher's own words beat ncu's about a case it could not run
 
     def missed(why: str) -> dict[str, str]:

@@ -131,3 +131,30 @@ def test_replay_rescores_the_h200_counters_with_todays_patterns(
     assert (s["planted"], s["misattributed"], s["false_positive_cases"]) == (planted, [], []), s
     assert s["top1"] == s["top3"] == 1.0 and s["high_fp_rate"] == 0.0
     assert s["planted_at_roof"] == s["at_roof_still_named"] == at_roof
+
+
+def test_the_profiling_shim_imports_inside_the_sandbox(tmp_path: Path) -> None:
+    """The shim ncu launches imports this benchmark and the corpus; the sandbox binds only what
+    SHIM_PACKAGES names (H200 runs r30 and r31 lost every case to a missing one). Without them it fails."""
+    import msgspec
+
+    from services.toolrunner.sandbox import Limits, run_worker
+    from services.toolrunner.workers.load_task import LoadTaskResult
+    from shared.tools.task import LoadTaskInput
+
+    shim = tmp_path / "shim.py"
+    bench.write_shim(shim, ["clean_add"], tmp_path / "launched.json")
+    req = msgspec.json.encode(LoadTaskInput(path=str(shim)))
+
+    def load(packages: tuple[str, ...]) -> LoadTaskResult:
+        out = run_worker("services.toolrunner.workers.load_task", req, Limits(timeout_s=120),
+                         writable=(tmp_path,), packages=packages)
+        if out.status == "unavailable":
+            pytest.skip(out.stderr_tail)
+        assert out.status == "ok" and out.result is not None, out
+        return msgspec.json.decode(out.result, type=LoadTaskResult)
+
+    got = load(bench.SHIM_PACKAGES)
+    assert not any("importing the task raised" in p for p in got.problems), got.problems
+    missing = load(("tests",))
+    assert any("No module named 'benchmarks'" in p for p in missing.problems), missing.problems

@@ -44,6 +44,11 @@ FLUSH_BYTES = 256 * 1024 * 1024  # triton.backends.nvidia.driver.get_empty_cache
 # tiny kernel take ~0.5 s.
 MAX_REPS = 5000
 ESTIMATE_CALLS = 5  # do_bench's
+# A GPU-side spin (torch.cuda._sleep) before each estimate pair, ~100 us at the H200's 1.98 GHz: the pair
+# must time the GPU's work, not the host's launch. H200 run r32: an in-place add of 4099 floats (a ~3 us
+# kernel) estimated at 53 us after flush + restore, above the 10 us graph threshold, so auto timed it one
+# launch per sample and reported host latency (median 21 us) instead of replaying a graph.
+HOLD_CYCLES = 200_000
 
 
 def _nothing() -> None:
@@ -162,7 +167,8 @@ class Bench:
     def estimate(self, fn: Callable[[], Any], before: Callable[[], Any] = _nothing) -> float:
         """One call's GPU time, taken as the samples are: the first call (it compiles) and the first flush
         (torch loads its fill kernel lazily, ~5 ms on the H200) run untimed, then 5 calls, each after a
-        flush and between its own event pair, enqueued without a sync; their median. Also times one flush."""
+        flush, a GPU-side hold (HOLD_CYCLES) and between its own event pair, enqueued without a sync; their
+        median. Also times one flush."""
         torch = self.torch
         before()
         fn()
@@ -174,6 +180,7 @@ class Bench:
         for start, end in pairs:
             self.flush()  # outside the pair, as in every sample
             before()
+            torch.cuda._sleep(HOLD_CYCLES)  # the GPU waits here while the host enqueues the call
             start.record()
             fn()
             end.record()
