@@ -108,8 +108,17 @@ def ratios(baselines_ms: dict[str, float | None], after_ms: float | None,
     return out
 
 
-def before_row(task: str, kernels_json: Path = KERNELS_JSON) -> dict[str, Any]:
-    """The recorded switch-era row of `task`, trimmed to what the comparison needs, with provenance."""
+def switches(best_config: dict[str, Any] | None, knobs: set[str] | None) -> dict[str, Any]:
+    """The recorded best config's knobs the task no longer has: the removed author-written switches
+    (USE_TILE, SPLIT_M, PAD_ALIGN, ...) with the value the switch-era search chose."""
+    if not best_config or knobs is None:
+        return {}
+    return {k: v for k, v in best_config.items() if k not in knobs}
+
+
+def before_row(task: str, kernels_json: Path = KERNELS_JSON, knobs: set[str] | None = None) -> dict[str, Any]:
+    """The recorded switch-era row of `task`, trimmed to what the comparison needs, with provenance.
+    `knobs`: the task's CONFIG keys now, to name the removed switches in the recorded best config."""
     try:
         doc = json.loads(kernels_json.read_text())
     except (OSError, json.JSONDecodeError) as e:
@@ -125,6 +134,7 @@ def before_row(task: str, kernels_json: Path = KERNELS_JSON) -> dict[str, Any]:
         "provenance": provenance(doc, task, row, kernels_json.parent),
         "device": row.get("device"), "driver": row.get("driver"),
         "start_config": row.get("start_config"), "best_config": row.get("best_config"),
+        "switches": switches(row.get("best_config"), knobs),
         "before_ms": (row.get("before") or {}).get("median_ms"), "after_ms": after,
         "speedup": row.get("speedup"), "speedup_ci": row.get("speedup_ci"), "outcome": row.get("outcome"),
         "wall_s_to_best": row.get("wall_s_to_best"), "gpu_s": row.get("gpu_s"),

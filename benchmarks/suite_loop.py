@@ -219,7 +219,8 @@ def markdown(report: dict) -> str:
                           if p["candidate_id"] == best.get("candidate_id")), {})
         lines.append("| " + " | ".join([
             r["task"],
-            f"{fmt(b.get('speedup'))}x {json.dumps(b.get('best_config'))}" if b.get("recorded") else "none recorded",
+            (f"{fmt(b.get('speedup'))}x, switches {json.dumps(b.get('switches'))}" if b.get("switches") else
+             f"{fmt(b.get('speedup'))}x, no switch" if b.get("recorded") else "none recorded"),
             b.get("provenance", {}).get("run", "-") if b.get("recorded") else "-",
             _ratios_text(b.get("ratios", {})),
             f"{fmt(best.get('speedup'))}x" if best else "none", f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "-",
@@ -227,6 +228,12 @@ def markdown(report: dict) -> str:
             fmt(r.get("gpu_s"), ".1f"), fmt(r.get("wall_s_to_verified"), ".1f"),
             r["outcome"].replace("|", "/")]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _knobs(meta: TaskMeta) -> set[str]:
+    from services.toolrunner.tasks import load_task
+
+    return set(load_task(ROOT / meta.path).config)
 
 
 def _gpu() -> bool:
@@ -246,7 +253,7 @@ async def run_tasks(url: str, metas: list[TaskMeta], args: argparse.Namespace, g
     budget = {"budget_s": args.budget, "gpu_budget_s": args.gpu_budget, "max_candidates": args.max_candidates,
               "patch_wait_s": args.patch_wait}
     for meta in metas:
-        before = before_row(meta.name, args.kernels_json)
+        before = before_row(meta.name, args.kernels_json, _knobs(meta))
         left = args.total_s - (time.monotonic() - start) if args.total_s else None
         if left is not None and left < args.budget:
             rows.append({"task": meta.name, **run_stamp(), "outcome": f"not started: {left:.0f} s of --total-s "

@@ -58,7 +58,7 @@ def test_cpu_job_through_the_real_stack_says_nothing_verified_and_measures_no_ti
     b = row["before"]
     assert b["recorded"] and b["provenance"]["run"] == "run4" and b["speedup"] > 1.0
     md = out.with_suffix(".md").read_text()
-    assert "| l1_vector_add | 1.70x" in md and "nothing verified on CPU" in md
+    assert "| l1_vector_add | 1.70x, no switch | run4 |" in md and "nothing verified on CPU" in md
 
 
 def _meta() -> TaskMeta:
@@ -102,6 +102,9 @@ def test_before_rows_name_their_run_and_recompute_the_ratios() -> None:
                 assert b["ratios"][kind] == pytest.approx(v)
         assert b["ratios"]["copy_bandwidth"] == pytest.approx(rows[task]["roofline_fraction"])
     assert before_row("l4_block_sparse_attention")["provenance"]["baselines_from"]["compile"].startswith("run25")
+    # The removed switch and the value the switch-era search shipped, named against the task's knobs now.
+    assert before_row("l1_col_reduce", knobs={"BLOCK_M", "BLOCK_N", "num_warps", "num_stages"})["switches"] == \
+        {"SPLIT_M": 32}
     assert ratios({"sdpa": None}, 2.0, None) == {"sdpa": "not measured: no baseline time",
                                                  "copy_bandwidth": "not measured: no roofline bound"}
 
