@@ -90,9 +90,9 @@ bench-kernels: install
 
 # The suite through the shipped loop: `kpilot up`, then one `kpilot optimize` job (rules) per task, each row beside
 # its recorded switch-era row. On CPU every row says nothing verified and "not measured: no GPU".
-# make bench-suite TASKS=l1_transpose_cuda,l1_col_reduce BUDGET=110 [SUITE_OUT=...]
+# make bench-suite TASKS=l1_transpose_cuda,l1_col_reduce BUDGET=140 [SUITE_OUT=...]
 SUITE_OUT ?= benchmarks/results/h200/suite/after_transforms.json
-BUDGET    ?= 110
+BUDGET    ?= 140
 bench-suite: install
 	@test -n "$(TASKS)" || { echo "make bench-suite: set TASKS=a,b (benchmarks/tasks/ stems)" >&2; exit 2; }
 	$(BIN)/python benchmarks/suite_loop.py --tasks $(TASKS) --budget $(BUDGET) --out $(SUITE_OUT)
