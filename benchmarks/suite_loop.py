@@ -182,6 +182,8 @@ def task_row(meta: TaskMeta, out: dict, before: dict, gpu: bool, budget: dict[st
             {"version": c["version"], "changes": [_change_text(ch) for ch in c.get("changes", [])]}
             for c in sorted(out["candidates"].values(), key=lambda c: c["version"])[:6]],
         "patches": patches,
+        "rejected": [{"candidate_id": p["candidate_id"], "reasons": p.get("reasons")}
+                     for p in out["patches"] if p["subject"].startswith("patches.rejected.")],
         "best": ({"candidate_id": best["candidate_id"], "speedup": best["speedup"], "speedup_ci": best["speedup_ci"],
                   "transforms": best["transforms"], "changes": best["changes"]} if best else None),
         "gpu_s": gpu_s,
