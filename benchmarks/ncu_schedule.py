@@ -14,8 +14,9 @@ Set-aside cases (held a batch here, or timed out alone in the run being resumed)
 a known hang costs nothing but what is left at the end.
 
 The budget bounds the whole: no ncu run starts with less than `case_timeout_s` of it left, and each run's
-timeout is cut to what is left, so profiling ends within `budget_s` (r33 started its last batch at 270 s of
-a 280 s budget and ended at 290 s). Stdlib only; the profiler and the clock are passed in, so the rules are
+timeout is cut to what is left, so profiling ends within `budget_s` (before, a run could start a second
+before the budget ended and take its whole timeout: r33 started its last lone run at ~277 s of its 280 s
+budget, under a 300 s step limit, with 100 s batches). Stdlib only; the profiler and the clock are passed in, so the rules are
 tested without a GPU (tests/decomposer/test_bench_ncu_schedule.py).
 """
 

@@ -106,7 +106,7 @@ def test_known_hangs_run_last_and_alone() -> None:
 
 def test_the_budget_bounds_every_run() -> None:
     """No run starts with less than case_timeout_s left, and each run's timeout is cut to what is left:
-    profiling ends within the budget (r33 started a batch at 270 s of 280 and ended at 290 s)."""
+    profiling ends within the budget (r33 started its last ncu run at ~277 s of its 280 s budget)."""
     m = Model()
     pairs = [["c0", HANGS], ["c1", "d1"], ["c2", "d2"]]
     batches = [{"batch": i, "language": "cuda", "cases": p} for i, p in enumerate(pairs)]
