@@ -10,9 +10,11 @@ before a layer starts is withdrawn: one `withdrawn` verdict at that layer, which
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -43,12 +45,28 @@ class VerifyJob(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     candidate_id: str
     task_path: str
     candidate_path: str | None = None  # a candidate task file; None = the task itself under `config`
+    candidate_sha256: str = ""  # the planner's sha256 of the candidate file ("" = not given): checked first
     config: dict[str, Scalar] = {}  # overrides of the candidate's CONFIG
     parent_path: str | None = None  # the baseline's file (default: the task)
     parent_config: dict[str, Scalar] = {}
     kernel: str = ""  # the name verdicts are published under ("" = the task's primary kernel)
     job_id: str | None = None
     causation_id: str | None = None
+
+
+def changed_since_planned(job: VerifyJob) -> str:
+    """Why the candidate file is not the one the planner wrote ("" = it is, or no hash was given): the
+    verdict must be about the bytes that ship."""
+    if not job.candidate_path or not job.candidate_sha256:
+        return ""
+    try:
+        got = hashlib.sha256(Path(job.candidate_path).read_bytes()).hexdigest()
+    except OSError as e:
+        return f"candidate file unreadable: {job.candidate_path}: {e.strerror or e}"
+    if got != job.candidate_sha256:
+        return (f"candidate file {job.candidate_path} is not the one the planner wrote (sha256 {got[:12]}..., "
+                f"planned {job.candidate_sha256[:12]}...): it changed after planning; nothing was measured")
+    return ""
 
 
 class LayerFailed(Exception):
@@ -366,6 +384,9 @@ class Funnel:
 
         kernel = job.kernel
         run = LayerRun("static")
+        if why := changed_since_planned(job):
+            await emit(run, "fail", LayerFailed([why]))
+            return verdicts
         try:
             task: TaskManifest = await self._call(
                 run, "load_task", LoadTaskInput(path=job.task_path), TaskManifest

@@ -36,18 +36,30 @@ class Lineage:
         return c
 
     def job(self, c: Candidate) -> VerifyJob:
+        """The candidate's own file (`candidate_path`, where the planner wrote its source) is what is
+        compiled, checked and timed; the root's `task_path` (the user's task) is the reference and policy;
+        the parent's file at its config is the baseline (the task at its CONFIG for a first-round
+        candidate). Until 2026-12-02 this read `task_path` alone, so a candidate whose source the
+        planner had changed was measured as the original task under its config (H200 run r36: a
+        tiled-transpose rewrite timed 1.000x, its static layer showing the original's 0 shared bytes)."""
         self.remember(c)
         parent = self.seen.get(c.parent_id) if c.parent_id else None
         root = self.root(c)
-        same_file = root.task_path == c.task_path
+        own = candidate_file(c)
         return VerifyJob(
             candidate_id=c.id,
             kernel=c.kernel,
             task_path=root.task_path,
-            candidate_path=None if same_file else c.task_path,
+            candidate_path=None if own == root.task_path else own,
+            candidate_sha256=c.source_sha256 if own != root.task_path else "",
             config=dict(c.config),
-            parent_path=parent.task_path if parent else None,
+            parent_path=candidate_file(parent) if parent else None,
             parent_config=dict(parent.config) if parent else {},
             job_id=c.job_id,
             causation_id=c.id,
         )
+
+
+def candidate_file(c: Candidate) -> str:
+    """The file a candidate's source lives in: its own candidate file, or the task for a pure config change."""
+    return c.candidate_path or c.task_path

@@ -61,6 +61,32 @@ def test_cpu_job_through_the_real_stack_says_nothing_verified_and_measures_no_ti
     assert "| l1_vector_add | 1.70x, no switch | run4 |" in md and "nothing verified on CPU" in md
 
 
+
+@pytest.mark.slow
+def test_a_rewritten_candidate_is_compiled_from_its_own_file(tmp_path: Path) -> None:
+    """The loop measures the bytes that ship. H200 run r36: the verifier took every candidate's task_path
+    (the user's task) and ignored its candidate_path, so a cuda_tiled_transpose rewrite was compiled and
+    timed as the original (static layer 0 shared bytes, full layer 1.000x). The static layer runs on CPU:
+    the rewrite's own ptxas report must show its __shared__ tile."""
+    port = free_port()
+    env = os.environ | {"PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, "benchmarks/suite_loop.py", "--tasks", "l1_transpose_cuda", "--budget", "30",
+                           "--patch-wait", "5", "--port", str(port), "--state-dir", str(tmp_path / "state"),
+                           "--out", str(tmp_path / "after.json"), "--jobs-dir", str(tmp_path / "jobs")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=110, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    job = json.loads((tmp_path / "jobs" / "l1_transpose_cuda.json").read_text())
+    rewrites = {cid for cid, c in job["candidates"].items()
+                if any(ch.get("transform") == "cuda_tiled_transpose" for ch in c["changes"])}
+    assert rewrites, "the planner proposed no cuda_tiled_transpose candidate"
+    static = {v["candidate_id"]: {m["name"]: m["value"] for m in v["measurements"]}
+              for v in job["verdicts"] if v["layer"] == "static" and v["status"] == "pass"}
+    measured = rewrites & set(static)
+    assert measured, f"no rewrite reached a static verdict: {job['verdicts']}"
+    for cid in measured:
+        assert static[cid]["shared_bytes"] >= 32 * 32 * 4, (cid, static[cid])  # the original has none
+
+
 def _meta() -> TaskMeta:
     return TaskMeta(name="matmul", path="examples/matmul.py", level="L2", kind="triton", baselines=[],
                     target=Target(against="matmul", at_least=0.95))

@@ -49,3 +49,30 @@ def test_the_lineage_forgets_the_oldest_beyond_its_limit() -> None:
     for x in (a, b, c):
         lineage.remember(x)
     assert list(lineage.seen) == [b.id, c.id]
+
+
+def planned(version: int, path: str, parent: Candidate | None = None, sha: str = "", **config: int) -> Candidate:
+    """A candidate as the planner sends it (services/planner/jobs.py add_candidates): `task_path` the
+    user's task, `candidate_path` the file it wrote the candidate's source into."""
+    return Candidate(source="planner", kernel="transpose", task_path="/t/transpose.py", candidate_path=path,
+                     version=version, parent_id=parent.id if parent else None, config=config, job_id="j",
+                     source_sha256=sha)
+
+
+def test_a_first_round_rewrite_is_measured_from_its_own_file_against_the_task() -> None:
+    """H200 run r36: a cuda_tiled_transpose candidate was timed 1.000x because its file was ignored."""
+    v1 = planned(1, "/s/candidates/aa/task.py", sha="ab" * 32, BLOCK_X=32)
+    job = Lineage().job(v1)
+    assert (job.task_path, job.candidate_path, job.candidate_sha256) == (
+        "/t/transpose.py", "/s/candidates/aa/task.py", "ab" * 32)
+    assert (job.parent_path, job.parent_config) == (None, {})  # baseline: the task at its CONFIG
+
+
+def test_a_stacked_rewrite_is_timed_against_its_parents_file() -> None:
+    lineage = Lineage()
+    v1 = planned(1, "/s/candidates/aa/task.py", BLOCK_X=32)
+    v2 = planned(2, "/s/candidates/bb/task.py", v1, BLOCK_X=64)
+    lineage.job(v1)
+    job = lineage.job(v2)
+    assert (job.task_path, job.candidate_path) == ("/t/transpose.py", "/s/candidates/bb/task.py")
+    assert (job.parent_path, job.parent_config) == ("/s/candidates/aa/task.py", {"BLOCK_X": 32})
