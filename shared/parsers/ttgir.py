@@ -110,17 +110,24 @@ class Module(msgspec.Struct):
 
 
 def _balanced_strip(text: str, open_: str, close: str) -> str:
-    """Remove balanced `open_ ... close` groups (attribute dictionaries) from text."""
-    out, depth = [], 0
+    """Remove balanced `open_ ... close` groups (attribute dictionaries) from text, but not those inside a
+    type's or attribute's parameters: `tensor<32xi32, #ttg.slice<{dim = 0, parent = #blocked}>>` keeps its
+    slice (a `<` right after a name opens parameters; the generic form's ` <{axis = 0 : i32}>` is stripped)."""
+    out, depth, angle, prev = [], 0, 0, ""
     for ch in text:
-        if ch == open_:
+        if depth == 0 and ch == "<" and (prev.isalnum() or prev in "_."):
+            angle += 1
+        elif depth == 0 and ch == ">" and angle and prev != "-":
+            angle -= 1
+        elif angle == 0 and ch == open_:
             depth += 1
-            continue
-        if ch == close and depth:
+        elif angle == 0 and ch == close and depth:
             depth -= 1
+            prev = ch
             continue
         if depth == 0:
             out.append(ch)
+        prev = ch
     return "".join(out)
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.decomposer import layouts as lay
-from services.decomposer.ttgir import TtgirError, parse_ttgir, value_type
+from shared.parsers.ttgir import TtgirError, decode_layouts, parse_ttgir, value_type
 from tests.decomposer import decomposer_corpus as corpus
 
 SRC = "tests/decomposer/corpus/cases.py"
@@ -48,7 +47,7 @@ def test_loops_iter_args_and_nesting() -> None:
 
 def test_layouts_decode() -> None:
     m = _mod("clean_matmul_bf16")
-    table = lay.decode_all(m.layouts)
+    table = decode_layouts(m.layouts)
     mma = [x for x in table.values() if x.kind == "nvidia_mma"]
     assert mma and mma[0].mma_version == 3 and mma[0].instr_shape[:2] == [16, 128]
     sh = [x for x in table.values() if x.kind == "nvmma_shared"]

@@ -19,7 +19,7 @@ from services.decomposer.patterns.base import (
     _share,
     static_none,
 )
-from services.decomposer.ttgir import defining_op, value_type
+from shared.parsers.ttgir import defining_op, value_type
 
 PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
 
