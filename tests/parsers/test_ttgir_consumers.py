@@ -37,9 +37,9 @@ def test_the_snapshot_covers_every_captured_text() -> None:
 def test_consumers_read_the_text_as_before(path) -> None:
     want = SNAPSHOT[str(path.relative_to(snap.REPO))]
     text = path.read_text()
-    got = {"module": snap.module_data(parse_ttgir(text)), "memory_ops": snap._plain(memory_ops(text))}
+    got = {"module": snap.module_data(parse_ttgir(text)), "memory_ops": snap.plain(memory_ops(text))}
     if "decompose" in want:
         art, facts, _ = corpus_io.load(path.parent)
-        got["decompose"] = snap._plain(decompose(art, facts))
+        got["decompose"] = snap.plain(decompose(art, facts))
     for key in want:
         assert got[key] == want[key], f"{key}: " + snap.first_difference(want[key], got[key])

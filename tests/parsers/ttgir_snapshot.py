@@ -30,7 +30,7 @@ def texts() -> list[Path]:
     return sorted(TESTS.rglob("*.ttgir"))
 
 
-def _plain(x: Any) -> Any:
+def plain(x: Any) -> Any:
     """JSON data (tuples as lists) of a msgspec Struct or a dataclass."""
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         x = dataclasses.asdict(x)
@@ -38,7 +38,7 @@ def _plain(x: Any) -> Any:
 
 
 def module_data(mod: Any) -> dict:
-    out = _plain(mod)
+    out = plain(mod)
     for op in out["ops"]:
         for k in OP_FIELDS_ADDED:
             op.pop(k, None)
@@ -52,10 +52,10 @@ def consumer_outputs(parse_module: Callable[[str], Any], memory_ops: Callable[[s
     out: dict[str, dict] = {}
     for path in texts():
         text = path.read_text()
-        entry = {"module": module_data(parse_module(text)), "memory_ops": _plain(memory_ops(text))}
+        entry = {"module": module_data(parse_module(text)), "memory_ops": plain(memory_ops(text))}
         if (path.parent / "meta.json").is_file():
             art, facts, _ = corpus_io.load(path.parent)
-            entry["decompose"] = _plain(decompose(art, facts))
+            entry["decompose"] = plain(decompose(art, facts))
         out[str(path.relative_to(REPO))] = entry
     return out
 
