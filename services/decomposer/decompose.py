@@ -206,8 +206,8 @@ def _extras(ev: evm.Evidence) -> dict[int, str]:
 
 
 def decompose(artifacts: Artifacts, facts: TaskFacts | None = None) -> Decomposition:
-    """Decompose one compiled kernel. Raises ttgir.TtgirError (a ValueError) on text that is not TTGIR;
-    with no TTGIR but PTX (a CUDA C++ kernel) it decomposes PTX/SASS/ptxas (services/decomposer/native.py)."""
+    """Decompose one compiled kernel. Raises shared.parsers.ttgir.TtgirError (a ValueError) on text that is
+    not TTGIR; with no TTGIR but PTX (a CUDA C++ kernel) it decomposes PTX/SASS/ptxas (native.py)."""
     f = facts or TaskFacts()
     if not artifacts.ttgir.strip() and artifacts.ptx.strip():
         return decompose_native(artifacts, f)  # CUDA C++: no TTGIR, PTX/SASS/ptxas only

@@ -25,6 +25,7 @@ _VALUE = re.compile(r"%[\w.$-]+(?:#\d+)?")
 _FILELOC = re.compile(r'^"([^"]*)":(\d+):(\d+)')
 _NAMELOC = re.compile(r'^"([^"]*)"\((.*)\)$')
 _DIMS = re.compile(r"^((?:\d+x)*)(.*)$")
+_FUNC_NAME = re.compile(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)")
 
 
 class TtgirError(ValueError):
@@ -288,6 +289,11 @@ def _parse_args(sig: str) -> list[tuple[str, str, str]]:
     return out
 
 
+def function_names(text: str) -> list[str]:
+    """The names of the module's tt.func definitions and declarations, in text order."""
+    return _FUNC_NAME.findall(text)
+
+
 def parse_ttgir(text: str, kernel: str = "") -> Module:
     """Parse one TTGIR module; `kernel` picks the tt.func (default: the first public one)."""
     if "tt.func" not in text:
@@ -430,7 +436,7 @@ def parse_ttgir(text: str, kernel: str = "") -> Module:
     if not func:
         raise TtgirError(
             f"kernel {kernel!r} not found: the TTGIR defines "
-            + ", ".join(re.findall(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)", text))
+            + ", ".join(function_names(text))
         )
     del pending_yield_loop
     file = ""

@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import msgspec
 
-from shared.parsers.ttgir import Module, TType, decode_layout, decode_layouts, parse_ttgir, resolve_layout
+from shared.parsers.ttgir import (
+    Module,
+    TtgirError,
+    TType,
+    decode_layout,
+    decode_layouts,
+    function_names,
+    parse_ttgir,
+    resolve_layout,
+)
 from shared.tools.decompose import LayoutInfo
 
 _KINDS = {"tt.load": "load", "tt.store": "store", "ttg.async_copy_global_to_local": "async_copy",
@@ -78,14 +87,9 @@ def _pointer(types: list[TType]) -> TType | None:
         (t for t in types if t.kind == "ptr"), None)
 
 
-def memory_ops(ttgir: str) -> KernelIR:
-    """The global memory ops of a compiled kernel's TTGIR; a text with no function has none."""
-    if "tt.func" not in ttgir:
-        return KernelIR(name="", num_warps=4)
-    mod = parse_ttgir(ttgir)
+def _function_ops(mod: Module) -> list[MemOp]:
     table = decode_layouts(mod.layouts)
-    ir = KernelIR(name=mod.func, num_warps=mod.num_warps,
-                  layouts={k: f"{k} = {v}" for k, v in mod.layouts.items() if v.startswith("#ttg.")})
+    out = []
     for op in mod.ops:
         kind = _KINDS.get(op.name)
         ptr = _pointer(op.operand_types) if kind else None
@@ -93,8 +97,26 @@ def memory_ops(ttgir: str) -> KernelIR:
             continue
         where = op.locs[0]
         elem = ptr.pointee
-        ir.ops.append(MemOp(kind=kind, file=where.file, line=where.line, col=where.col, shape=ptr.shape,
-                            elem_type=elem, elem_bytes=max(1, _ELEM_BITS.get(elem, 32) // 8),
-                            layout_name=ptr.layout, layout=_layout(ptr.layout, mod, table) if ptr.layout else None,
-                            text=op.source))
-    return ir
+        out.append(MemOp(kind=kind, file=where.file, line=where.line, col=where.col, shape=ptr.shape,
+                         elem_type=elem, elem_bytes=max(1, _ELEM_BITS.get(elem, 32) // 8),
+                         layout_name=ptr.layout, layout=_layout(ptr.layout, mod, table) if ptr.layout else None,
+                         text=op.source))
+    return out
+
+
+def memory_ops(ttgir: str) -> KernelIR:
+    """The global memory ops of a compiled kernel's TTGIR, over every function with a body (a noinline
+    helper's too), in text order; name and num_warps are the first function's. A text with no function
+    has none."""
+    mods = []
+    for name in dict.fromkeys(function_names(ttgir)):
+        try:
+            mods.append(parse_ttgir(ttgir, name))
+        except TtgirError:  # a declaration without a body
+            continue
+    if not mods:
+        return KernelIR(name="", num_warps=4)
+    first = mods[0]
+    layouts = {k: f"{k} = {v}" for k, v in first.layouts.items() if v.startswith("#ttg.")}
+    return KernelIR(name=first.func, num_warps=first.num_warps, layouts=layouts,
+                    ops=[o for mod in mods for o in _function_ops(mod)])

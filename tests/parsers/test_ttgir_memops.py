@@ -62,3 +62,23 @@ def test_inline_slice_and_named_locations_resolve() -> None:
     assert sliced.layout == BlockedLayout((1, 4), (4, 8), (4, 1), (1, 0), sliced_dim=0)
     # an inlined helper's op is attributed to the helper's own line (the callee of the call site)
     assert (scalar.line, scalar.shape, scalar.layout) == (40, (), None)
+
+
+def test_a_noinline_helpers_loads_are_read_too() -> None:
+    # the old line scan saw every tt.load of the text; memory_ops reads every function with a body
+    text = ('#blocked = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>\n'
+            '#loc = loc("/k.py":3:0)\n#loc1 = loc("/k.py":9:0)\n'
+            'module attributes {"ttg.num-warps" = 4 : i32} {\n'
+            '  tt.func public @k(%p: !tt.ptr<f32> loc("/k.py":3:0)) attributes {noinline = false} {\n'
+            '    %v = tt.call @h(%p) : (!tt.ptr<f32>) -> f32 loc(#loc)\n'
+            '    tt.store %p, %v : !tt.ptr<f32> loc("/k.py":5:4)\n'
+            '    tt.return loc(#loc)\n  } loc(#loc)\n'
+            '  tt.func private @h(%q: !tt.ptr<f32> loc("/k.py":9:0)) -> f32 attributes {noinline = true} {\n'
+            '    %x = tt.load %q : !tt.ptr<f32> loc("/k.py":10:8)\n'
+            '    tt.return %x : f32 loc(#loc1)\n  } loc(#loc1)\n'
+            '  tt.func private @ext(f32) -> f32\n'
+            '} loc(#loc)\n')
+    ir = memory_ops(text)
+    assert (ir.name, ir.num_warps) == ("k", 4)
+    assert [(o.kind, o.line, o.col, o.shape, o.elem_type) for o in ir.ops] == [
+        ("store", 5, 4, (), "f32"), ("load", 10, 8, (), "f32")]
