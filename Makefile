@@ -6,7 +6,7 @@ PORT    ?= 4222
 STAMP   := $(VENV)/.installed
 
 .PHONY: install run demo down test test-gpu lint schemas bench-bus bench-tools bench-decomposer \
-        bench-telemetry bench-verifier bench-kernels bench-decomposer-ncu bench-search-replay \
+        bench-telemetry bench-verifier bench-kernels bench-suite bench-decomposer-ncu bench-search-replay \
         bench-search-eff bench-fuzz bench-faults llm wheels clean
 
 $(STAMP): pyproject.toml
@@ -87,6 +87,15 @@ bench-verifier: install
 
 bench-kernels: install
 	$(BIN)/python benchmarks/run_suite.py
+
+# The suite through the shipped loop: `kpilot up`, then one `kpilot optimize` job (rules) per task, each row beside
+# its recorded switch-era row. On CPU every row says nothing verified and "not measured: no GPU".
+# make bench-suite TASKS=l1_transpose_cuda,l1_col_reduce BUDGET=140 [SUITE_OUT=...]
+SUITE_OUT ?= benchmarks/results/h200/suite/after_transforms.json
+BUDGET    ?= 140
+bench-suite: install
+	@test -n "$(TASKS)" || { echo "make bench-suite: set TASKS=a,b (benchmarks/tasks/ stems)" >&2; exit 2; }
+	$(BIN)/python benchmarks/suite_loop.py --tasks $(TASKS) --budget $(BUDGET) --out $(SUITE_OUT)
 
 bench-search-replay: install  # no GPU: the search replayed against the committed H200 exhaustive tables
 	$(BIN)/python benchmarks/search_replay.py --exhaustive-dir benchmarks/results/exhaustive \

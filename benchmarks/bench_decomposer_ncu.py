@@ -9,14 +9,22 @@ positives with static-only and with static+ncu evidence.
 Cases are profiled in batches (`--batch-size`, one language each): one process runs each case's warm-up
 launch, then its measured launch alone inside a cudaProfilerStart/Stop range; one ncu run
 (--profile-from-start off, -k on the batch's kernel names, -c <cases>) profiles every range, and
-`split_batch` hands the rows, in launch order, back to their cases. A case a batch leaves unmeasured is
-profiled again on its own, so one bad kernel cannot sink its batch.
+`split_batch` hands the rows, in launch order, back to their cases. One bad kernel cannot sink its batch
+(benchmarks/ncu_schedule.py): a case that held a timed-out batch is set aside and the others profiled
+again together; after any other failure each unmeasured case is profiled again on its own.
 
-Bounded: `--budget-s` (default 240) stops starting new batches; `--batch-timeout-s` caps each batch's
-ncu run and `--case-timeout-s` each lone retry. Without a GPU (or ncu) it exits 0 with every case
+Bounded: `--budget-s` (default 240) bounds all ncu runs together (none starts with less than
+`--case-timeout-s` left, each one's timeout is cut to what is left); `--batch-timeout-s` caps each
+batch's ncu run and `--case-timeout-s` each lone run. Without a GPU (or ncu) it exits 0 with every case
 "not measured: no GPU" and the launch and batch plans listed.
 
+`--resume RESULT_JSON` finishes a run that ran out of budget (benchmarks/ncu_resume.py): only the cases
+it did not measure are profiled, those that timed out alone there last and alone, and the report covers
+the whole corpus, each measured row naming the run that measured it (`measured_by`). `--replay
+RESULT_JSON` re-scores a finished run's counters on CPU.
+
     .venv/bin/python benchmarks/bench_decomposer_ncu.py --out bench_decomposer_ncu.json [--dry-run]
+        [--resume EARLIER.json | --replay EARLIER.json]
 Writes --out, and $KPILOT_FIXTURE_OUT/bench_decomposer_ncu.json when that variable is set.
 """
 
@@ -35,6 +43,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# stdlib only, found through the path above (the profiling shim imports this module in the sandbox)
+from benchmarks import ncu_resume, ncu_schedule
+from benchmarks.ncu_schedule import Run
 
 E24 = 1 << 24
 N8K = 8192
@@ -255,12 +267,15 @@ def launch(case: str, inputs: tuple[Any, ...]) -> None:
 
 def run_batch(cases: list[str], manifest_path: str) -> None:
     """The profiled program's body (runs under ncu): each case's warm-up, then its measured launch alone
-    in a cudaProfilerStart/Stop range. Writes which cases opened a range, in order, and why others failed."""
+    in a cudaProfilerStart/Stop range. The manifest says which cases opened a range, in order, and why
+    others failed; it is rewritten as each case starts and ends, so when ncu is killed at its timeout it
+    still says which case was in flight then, and since when (`started`, wall-clock seconds)."""
     import torch
 
-    launched: list[str] = []
-    failed: dict[str, str] = {}
+    state: dict[str, Any] = {"launched": [], "failed": {}, "finished": [], "started": {}}
     for case in cases:
+        state["started"][case] = time.time()
+        _write_manifest(manifest_path, state)
         try:
             inputs = make_inputs(case, "cuda")  # per case: strided_gather alone holds 2 GiB per pointer
             launch(case, inputs)  # warm-up: Triton JIT / NVRTC compile outside the profiled range
@@ -268,14 +283,29 @@ def run_batch(cases: list[str], manifest_path: str) -> None:
             torch.cuda.profiler.start()
             try:
                 launch(case, inputs)
-                launched.append(case)  # the launch call returned: ncu has a row for it
+                state["launched"].append(case)  # the launch call returned: ncu has a row for it
                 torch.cuda.synchronize()
             finally:
                 torch.cuda.profiler.stop()
             del inputs
+            state["finished"].append(case)
         except Exception as e:  # noqa: BLE001 - one bad case must not stop the batch's others
-            failed[case] = f"{type(e).__name__}: {e}"[-300:]
-    Path(manifest_path).write_text(json.dumps({"launched": launched, "failed": failed}))
+            state["failed"][case] = f"{type(e).__name__}: {e}"[-300:]
+    _write_manifest(manifest_path, state)
+
+
+def _write_manifest(path: str, state: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp"
+    Path(tmp).write_text(json.dumps(state))
+    os.replace(tmp, path)  # whole or not at all: a kill between two writes leaves the last one
+
+
+def in_flight(manifest: dict[str, Any]) -> tuple[str, float] | None:
+    """The case the launcher had started and neither finished nor failed, with when it started; None
+    when every started case ended (or the manifest predates `started`)."""
+    ended = set(manifest.get("finished", [])) | set(manifest.get("failed", {}))
+    open_ = [(c, t) for c, t in (manifest.get("started") or {}).items() if c not in ended]
+    return open_[-1] if open_ else None
 
 
 _SHIM = '''"""Generated by benchmarks/bench_decomposer_ncu.py: profiles corpus cases (not a task):
@@ -364,10 +394,9 @@ def split_batch(csv_text: str, launched: list[str], kernels: dict[str, str]) -> 
     return out
 
 
-def profile_batch(
-    batch: list[dict[str, Any]], ncu: str, tmp: Path, timeout_s: float, tag: str
-) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    """One ncu run over the cases of `batch`: counters of the measured ones, a reason for each other."""
+def profile_batch(batch: list[dict[str, Any]], ncu: str, tmp: Path, timeout_s: float, tag: str) -> Run:
+    """One ncu run over the cases of `batch`: counters of the measured ones, a reason for each other, and,
+    when it ended without counters, whether it timed out and which case the launcher was in then."""
     import msgspec
 
     from services.toolrunner.sandbox import Limits, run_worker
@@ -391,6 +420,7 @@ def profile_batch(
         # run_batch does each case's warm-up and profiler range, so launch_task adds neither
         launch=LaunchTaskRequest(task_path=str(shim), shape="full", profile_range=False, warmup=False),
     )
+    t = time.monotonic()
     outcome = run_worker(
         "services.toolrunner.workers.ncu",
         msgspec.json.encode(wreq),
@@ -398,36 +428,48 @@ def profile_batch(
         writable=(tmp,),  # the shim task writes its launch manifest there; ncu its reports
         packages=SHIM_PACKAGES,
     )
-    failed = _launch_failures(manifest)  # the launcher's own words beat ncu's about a case it could not run
+    wall, ended = time.monotonic() - t, time.time()
+    state = _manifest(manifest)
+    failed = {c: f"not measured: launch failed: {m}" for c, m in state.get("failed", {}).items()}
+    open_ = in_flight(state)
+    flight = (open_[0], round(ended - open_[1], 1)) if open_ else None
 
-    def missed(why: str) -> dict[str, str]:
-        return {c: failed.get(c, why) for c in cases}
+    def missed(why: str, timed_out: bool = False) -> Run:
+        # the launcher's own words beat ncu's about a case it could not run
+        return Run({}, {c: failed.get(c, why) for c in cases}, timed_out, flight, wall)
 
     if outcome.status != "ok" or outcome.result is None:
-        return {}, missed(f"not measured: ncu worker {outcome.status}: {outcome.message[-300:]}")
+        why = f"not measured: ncu worker {outcome.status}: {outcome.message[-300:]}"
+        return missed(why, outcome.status == "timeout")
     res = msgspec.json.decode(outcome.result, type=NcuWorkerResult)
     if not res.ok:
-        return {}, missed(f"not measured: {res.message[-300:]}")
+        why = f"not measured: {res.message[-300:]}"
+        return missed(why, ncu_resume.is_timeout(why))
     try:
-        counters = split_batch(res.csv, json.loads(manifest.read_text())["launched"], kernels)
-    except (OSError, ValueError, KeyError) as e:  # NcuCsvError is a ValueError
-        return {}, missed(
+        counters = split_batch(res.csv, state["launched"], kernels)
+    except (ValueError, KeyError) as e:  # NcuCsvError is a ValueError
+        return missed(
             f"not measured: {e}" if isinstance(e, NcuCsvError) else f"not measured: no manifest: {e}"
         )
     for c in failed:
         counters.pop(c, None)  # launched, then its synchronize failed: its row is not trusted
-    return counters, {c: w for c, w in missed("not measured: no profiled row").items() if c not in counters}
+    rest = {c: failed.get(c, "not measured: no profiled row") for c in cases if c not in counters}
+    return Run(counters, rest, False, None, wall)
 
 
-def _launch_failures(manifest: Path) -> dict[str, str]:
-    """run_batch's reason for each case it could not launch ({} when it left no manifest)."""
+def _manifest(path: Path) -> dict[str, Any]:
+    """run_batch's manifest ({} when it left none)."""
     try:
-        failed = json.loads(manifest.read_text())["failed"]
-    except (OSError, ValueError, KeyError):
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
         return {}
-    return {c: f"not measured: launch failed: {m}" for c, m in failed.items()}
+    return state if isinstance(state, dict) else {}
 
 
+RESUME_NOTE = (
+    "cases the run in resumed_from measured keep its counters (measured_by names it); this run profiled the "
+    "others; every case's findings and the scores come from the pattern library of this checkout"
+)
 REPLAY_NOTE = (
     "counters measured on the GPU by the run named in replayed_from; findings, ranking and scores "
     "recomputed from them on CPU by the pattern library of this checkout"
@@ -494,76 +536,73 @@ def score(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
 
 
 def measure(
-    entries: list[dict[str, Any]], batches: list[dict[str, Any]], ncu: str, args: argparse.Namespace
-) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    """Counters of each measured case and a reason for each other launchable one, batch by batch; a case
-    its batch left unmeasured is retried alone (one bad kernel cannot sink its batch). Each batch and
-    retry starts only while --budget-s lasts; each batch records its wall time and outcome."""
+    entries: list[dict[str, Any]],
+    batches: list[dict[str, Any]],
+    set_aside: dict[str, str],
+    ncu: str,
+    args: argparse.Namespace,
+) -> ncu_schedule.Schedule:
+    """Profile `batches`, then the `set_aside` cases one by one, under the budgets in `args`
+    (benchmarks/ncu_schedule.py: a case that holds its batch is set aside, the rest re-batched)."""
     by_name = {e["case"]: e for e in entries}
-    counters: dict[str, dict[str, float]] = {}
-    why: dict[str, str] = {}
-    t0 = time.monotonic()
-    spent = f"not measured: --budget-s {args.budget_s:.0f} spent"
+    budgets = ncu_schedule.Budgets(args.budget_s, args.batch_timeout_s, args.case_timeout_s)
+    with tempfile.TemporaryDirectory(prefix="kpilot-bench-ncu-") as tmp:
 
-    tmp = tempfile.TemporaryDirectory(prefix="kpilot-bench-ncu-")
+        def profile(cases: list[str], timeout_s: float, tag: str) -> Run:
+            return profile_batch([by_name[c] for c in cases], ncu, Path(tmp), timeout_s, tag)
 
-    def one_run(cases: list[str], timeout_s: float, tag: str) -> dict[str, str]:
-        got, missed = profile_batch([by_name[c] for c in cases], ncu, Path(tmp.name), timeout_s, tag)
-        counters.update(got)
-        why.update(missed)
-        for c in got:
-            why.pop(c, None)
-        return missed
+        return ncu_schedule.measure(batches, set_aside, profile, budgets)
 
-    with tmp:
-        for b in batches:
-            if time.monotonic() - t0 > args.budget_s:
-                why.update(dict.fromkeys(b["cases"], spent))
-                b["outcome"] = "not started: budget spent"
-                continue
-            t = time.monotonic()
-            missed = one_run(b["cases"], args.batch_timeout_s, f"b{b['batch']}")
-            b["wall_s"] = round(time.monotonic() - t, 1)
-            b["outcome"] = f"{len(b['cases']) - len(missed)} of {len(b['cases'])} measured"
-            if missed:  # kept: the lone retries below overwrite each case's reason (run 9 lost why)
-                b["missed_because"] = sorted(set(missed.values()))[:4]
-            if len(b["cases"]) == 1:
-                continue
-            b["retried"] = {}
-            for c in missed:
-                if time.monotonic() - t0 > args.budget_s:
-                    why[c] = spent
-                    continue
-                t = time.monotonic()
-                one_run([c], args.case_timeout_s, f"b{b['batch']}_{c}")
-                b["retried"][c] = {"wall_s": round(time.monotonic() - t, 1), "ncu": why.get(c, "measured")}
-    return counters, why
+
+def _select(entries: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
+    """--case: those entries, in the order given (a short GPU window measures the cases that matter first;
+    run 5 ignored it)."""
+    by_name = {e["case"]: e for e in entries}
+    if unknown := [c for c in names if c not in by_name]:
+        known = ", ".join(sorted(by_name))
+        raise SystemExit(f"bench_decomposer_ncu: unknown --case {unknown}; known: {known}")
+    return [by_name[c] for c in dict.fromkeys(names)]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import msgspec
 
+    from benchmarks.ledger import run_stamp
     from services.decomposer.decompose import decompose
     from services.toolrunner.nvtools import find_tool, gpu_count
     from shared.tools.decompose import DynamicEvidence
     from tests.decomposer import decomposer_corpus as corpus_io
 
-    entries = plan()
-    if args.case:
-        # In the order given: a short GPU window measures the cases that matter first (run 5 ignored it).
-        by_name = {e["case"]: e for e in entries}
-        if unknown := [c for c in args.case if c not in by_name]:
-            known = ", ".join(sorted(by_name))
-            raise SystemExit(f"bench_decomposer_ncu: unknown --case {unknown}; known: {known}")
-        entries = [by_name[c] for c in dict.fromkeys(args.case)]
     if args.batch_size < 1:
         raise SystemExit(f"bench_decomposer_ncu: --batch-size {args.batch_size}: give 1 or more")
-    batches = plan_batches(entries, args.batch_size)
-    earlier = json.loads(Path(args.replay).read_text()) if args.replay else None
-    if earlier is not None:  # score an earlier run's counters with today's pattern library: no GPU needed
+    if args.replay and args.resume:
+        raise SystemExit(
+            "bench_decomposer_ncu: --replay re-scores a finished run, --resume finishes one: give one of them"
+        )
+    entries = _select(plan(), args.case) if args.case else plan()
+    stamp = run_stamp()
+    # what a measured row names as its run: the ledger's run id, else this run's --out path (as a later
+    # --resume of that file would name it)
+    this_run = stamp["run_id"] if stamp["run_id"] != ncu_resume.NOT_IN_LEDGER else str(args.out)
+    earlier_path = args.replay or args.resume
+    try:
+        earlier = ncu_resume.load(earlier_path) if earlier_path else None
+    except ncu_resume.ResumeError as e:
+        raise SystemExit(f"bench_decomposer_ncu: {e}") from e
+    label = ncu_resume.run_label(earlier_path, earlier) if earlier is not None else ""
+    before = ncu_resume.measured(earlier, label) if earlier is not None else {}
+    todo = [e for e in entries if e["case"] not in before]
+    set_aside: dict[str, str] = {}
+    if args.resume and earlier is not None:  # a case that hung alone there is tried last here, alone
+        hung = ncu_resume.timed_out_alone(earlier)
+        launchable = {e["case"] for e in todo if "skip" not in e}
+        set_aside = {c: f"timed out alone in {label}: {w}" for c, w in hung.items() if c in launchable}
+        todo = [e for e in todo if e["case"] not in set_aside]
+    if args.replay and earlier is not None:  # score an earlier run's counters with today's library: no GPU
         gpus, ncu, batches = int(earlier["gpu"]), earlier["ncu"], earlier["batches"]
         why_not = "" if gpus and ncu else "not measured: the replayed run measured nothing"
     else:
+        batches = plan_batches(todo, args.batch_size)
         gpus = 0 if args.dry_run else gpu_count()
         ncu = find_tool("ncu") if gpus else None
         why_not = (
@@ -574,13 +613,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             else ("not measured: no GPU" if not gpus else "not measured: ncu not found")
         )
     t0 = time.monotonic()
-    if earlier is not None:
-        counters_of = {c["case"]: c["counters"] for c in earlier["cases"] if "counters" in c}
-        why = {c["case"]: c["ncu"] for c in earlier["cases"] if "counters" not in c}
-    elif not why_not:
-        counters_of, why = measure(entries, batches, ncu or "", args)
-    else:
-        counters_of, why = {}, {}
+    sched = ncu_schedule.Schedule()
+    if args.replay and earlier is not None:
+        sched.why = {c["case"]: c["ncu"] for c in earlier["cases"] if "counters" not in c}
+    elif not why_not and (batches or set_aside):
+        sched = measure(entries, batches, set_aside, ncu or "", args)
+    elif set_aside:
+        not_run = f"not run: {why_not.removeprefix('not measured: ')}"
+        sched.set_aside = [{"case": c, "why": w, "ncu": not_run} for c, w in set_aside.items()]
+    counters_of = {c: k for c, (k, _) in before.items()} | sched.counters
+    measured_by = {c: who for c, (_, who) in before.items()} | dict.fromkeys(sched.counters, this_run)
     batch_of = {c: b["batch"] for b in batches for c in b["cases"]}
     rows: list[dict[str, Any]] = []
     for e in entries:
@@ -592,36 +634,59 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         row["top_static_high"] = any(f.severity == "high" for f in static)
         row["static"] = judged(static)
         row["batch"] = batch_of.get(e["case"])
-        if why_not:
-            row["ncu"] = why_not
-        elif "skip" in e:
-            row["ncu"] = f"not measured: {e['skip']}"
-        elif e["case"] not in counters_of:
-            row["ncu"] = why.get(e["case"], "not measured: no profiled row")
-        else:
+        if e["case"] in counters_of:
             counters = counters_of[e["case"]]
             dyn = msgspec.structs.replace(facts, dynamic=DynamicEvidence(ncu=counters))
             both = decompose(art, dyn).findings
             row["ncu"] = "measured"
+            row["measured_by"] = measured_by[e["case"]]
             row["top_ncu"] = _top(both)
             row["top_ncu_high"] = any(f.severity == "high" for f in both)
             row["with_ncu"] = judged(both)
             row["key_counters"] = {k: counters[k] for k in KEY_COUNTERS if k in counters}
             row["counters"] = counters  # every counter, so a scoring fix can be replayed offline
+        elif why_not:
+            row["ncu"] = why_not + (f" (set aside: {set_aside[e['case']]})" if e["case"] in set_aside else "")
+        elif "skip" in e:
+            row["ncu"] = f"not measured: {e['skip']}"
+        elif e["case"] in sched.why:
+            row["ncu"] = sched.why[e["case"]]
+        else:
+            row["ncu"] = "not measured: no profiled row"
+        if e["case"] in sched.timed_out_alone or (e["case"] in set_aside and e["case"] not in counters_of):
+            row["timed_out_alone"] = True  # here or in the resumed run: a later --resume tries it last, alone
         rows.append(row)
     return {
         "benchmark": "bench_decomposer_ncu",
+        "run_stamp": stamp,
         "gpu": bool(gpus),
         "ncu": ncu,
         "budget_s": args.budget_s,
         "batch_size": args.batch_size,
-        "elapsed_s": earlier["elapsed_s"] if earlier else round(time.monotonic() - t0, 1),
-        **({"replayed_from": args.replay, "replay": REPLAY_NOTE} if earlier else {}),
+        "batch_timeout_s": args.batch_timeout_s,
+        "case_timeout_s": args.case_timeout_s,
+        "elapsed_s": earlier["elapsed_s"] if args.replay and earlier else round(time.monotonic() - t0, 1),
+        **({"replayed_from": args.replay, "replay": REPLAY_NOTE} if args.replay else {}),
+        **(
+            {
+                "resumed_from": {
+                    "path": args.resume,
+                    "run": label,
+                    "measured": len(before),
+                    "note": RESUME_NOTE,
+                    "batches": earlier["batches"],
+                }
+            }
+            if args.resume and earlier is not None
+            else {}
+        ),
         "static": score(rows, "static"),
         "static_plus_ncu": score(rows, "with_ncu"),
         "measured": sum(1 for r in rows if r["ncu"] == "measured"),
+        "measured_this_run": sum(1 for r in rows if r["case"] in sched.counters),
         "plan": entries,
         "batches": batches,
+        "set_aside": sched.set_aside,
         "cases": rows,
     }
 
@@ -629,18 +694,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="bench_decomposer_ncu.json", help="JSON result path")
-    ap.add_argument("--budget-s", type=float, default=240.0, help="stop starting batches after this long")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=240.0,
+        help="all ncu runs together: none starts with less than --case-timeout-s left, none runs past it",
+    )
     # 16: the 54 launchable cases run as 4 batches in corpus order (Triton 14, CUDA 11, Triton 16 and 13),
     # so the ~12 s a lone case cost on the H200 (run 5: 15 cases in 180 s, mostly process start, CUDA
     # init and ncu start-up) is paid 4 times, not 54; and a batch that fails costs at most 16 lone retries.
     ap.add_argument("--batch-size", type=int, default=16, help="cases profiled by one ncu run")
     # 300 s: 16 cases at run 5's 12 s each (192 s) if nothing is saved by batching, plus margin.
     ap.add_argument("--batch-timeout-s", type=float, default=300.0, help="ncu timeout per batch")
-    ap.add_argument("--case-timeout-s", type=float, default=60.0, help="ncu timeout per lone retry")
+    ap.add_argument("--case-timeout-s", type=float, default=60.0, help="ncu timeout per lone run")
     ap.add_argument("--case", action="append", default=[], help="only this case (repeatable)")
     ap.add_argument("--dry-run", action="store_true", help="list the launch plan; profile nothing")
     ap.add_argument(
         "--replay", metavar="RESULT_JSON", help="re-score an earlier run's kept counters (no GPU, no ncu)"
+    )
+    ap.add_argument(
+        "--resume",
+        metavar="RESULT_JSON",
+        help="profile only the cases that earlier run did not measure (those that timed out alone there: "
+        "last, alone) and write one report of both runs",
     )
     args = ap.parse_args(argv)
     result = run(args)
@@ -660,6 +736,15 @@ def main(argv: list[str] | None = None) -> int:
     for b in result["batches"]:
         done = f" {b['outcome']} in {b.get('wall_s', 0)} s" if "outcome" in b else ""
         print(f"batch {b['batch']} {b['language']:<6} {len(b['cases'])} cases{done}: {' '.join(b['cases'])}")
+        again = b.get("rerun")
+        while again:  # a case held the batch: set aside, the others profiled again together
+            print(f"  held by {b.get('set_aside')}; again: {again['batch']} {again.get('outcome', '')}")
+            b, again = again, again.get("rerun")
+    for a in result["set_aside"]:
+        print(f"set aside {a['case']} ({a['why']}): {a['ncu']}")
+    if "resumed_from" in result:
+        r = result["resumed_from"]
+        print(f"resumed from {r['path']} ({r['run']}: {r['measured']} cases measured there)")
     for k in ("static", "static_plus_ncu"):
         s = result[k]
         print(
@@ -668,7 +753,10 @@ def main(argv: list[str] | None = None) -> int:
             f"no-cost smells {s['no_cost_named_not_high']}/{s['no_cost']} named and not high, "
             f"high FP {s['high_fp']} of {s['clean']} clean"
         )
-    print(f"measured {result['measured']} of {len(result['cases'])} cases; wrote {args.out}")
+    print(
+        f"measured {result['measured']} of {len(result['cases'])} cases ({result['measured_this_run']} by "
+        f"this run); wrote {args.out}"
+    )
     return 0
 
 

@@ -18,6 +18,17 @@ a task's search stops between rounds when its share is spent.
 
     .venv/bin/python benchmarks/run_suite.py --dry-run --tasks l1_vector_add,l2_matmul_square
     .venv/bin/python benchmarks/run_suite.py --tasks l1_relu,l2_matmul_square --budget-s 300
+
+Not the product's path (issue 19): this re-wires search, correctness and timing in-process and copies the
+verifier's acceptance rule; the planner's job loop (and so its transformations), the funnel's static checks
+and honesty probe and the critic never run here. `benchmarks/suite_loop.py` runs the suite through the
+shipped loop (`kpilot up` + one `kpilot optimize` job per task) and is where the suite's after-transformation
+rows come from. This file stays beside it for what the loop driver does not do: the config search timed
+config by config with `autotune` (the `evaluations` traces search_eff.py reads, and `search_loop` /
+`launch_programs` / `problem`, which search_replay.py replays against the exhaustive tables), the static
+funnel counts over SPACE (`--dry-run`), the library baselines and roofline measured in the same session
+(`--baselines`), the `Report` / `write` format that kernels.json and merge_baselines.py use, and the
+recorded 'before' rows themselves.
 """
 
 from __future__ import annotations

@@ -52,6 +52,10 @@ class DeviceFacts(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     copy_bytes_per_s: float = 4.35e12  # measured torch.add 2^28 fp32
     bf16_flops_per_s: float = 784e12  # measured torch.matmul 8192^3
     fp32_flops_per_s: float = 67e12  # vendor datasheet (H100/H200 SXM fp32 non-tensor), not measured
+    # measured: the shortest kernel time, ncu gpu__time_duration of the corpus's tiny_add (4 programs of
+    # 128 threads, 48 KB) on the H200, 2.368 us in runs 9 and 10 (tests/fixtures/h200/decomposer_ncu): the
+    # launch, first-load and drain time every kernel pays on top of its bytes / copy bandwidth
+    min_kernel_s: float = 2.368e-6
     max_warps_per_sm: int = 64
     max_blocks_per_sm: int = 32
     regs_per_sm: int = 65536

@@ -11,12 +11,14 @@ edited. tests/fixtures/h200/ncu_vector_add_raw.csv is a real one-kernel page.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks import bench_decomposer_ncu as bench
+from benchmarks.ncu_schedule import Run
 from shared.parsers.ncu import NcuCsvError, parse_ncu_csv, select_kernel
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -91,15 +93,16 @@ def test_a_bad_case_is_retried_alone_and_cannot_sink_its_batch(monkeypatch: pyte
         cases = [e["case"] for e in batch]
         calls.append(cases)
         if "cuda_spills" in cases:
-            return {}, dict.fromkeys(cases, "not measured: ncu exited 1: illegal address")
-        return dict.fromkeys(cases, counters), {}
+            return Run({}, dict.fromkeys(cases, "not measured: ncu exited 1: illegal address"))
+        return Run(dict.fromkeys(cases, counters), {})
 
     monkeypatch.setattr(bench, "profile_batch", fake)
     names = ["cuda_clean_saxpy", "cuda_spills", "cuda_fp64_loop", "clean_add"]
     entries = [e for e in bench.plan() if e["case"] in names]
     batches = bench.plan_batches(entries, 16)
     args = argparse.Namespace(budget_s=600.0, batch_timeout_s=300.0, case_timeout_s=60.0)
-    got, why = bench.measure(entries, batches, "ncu", args)
+    sched = bench.measure(entries, batches, {}, "ncu", args)
+    got, why = sched.counters, sched.why
     assert calls[0] == ["clean_add"] and sorted(calls[1]) == sorted(names[:3])
     assert sorted(c[0] for c in calls[2:]) == sorted(names[:3]) and all(len(c) == 1 for c in calls[2:])
     assert set(got) == {"cuda_clean_saxpy", "cuda_fp64_loop", "clean_add"}
@@ -111,11 +114,14 @@ def test_a_bad_case_is_retried_alone_and_cannot_sink_its_batch(monkeypatch: pyte
 
 
 def test_budget_stops_new_batches_and_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bench, "profile_batch", lambda b, *a: ({}, {e["case"]: "not measured: x" for e in b}))
+    monkeypatch.setattr(
+        bench, "profile_batch", lambda b, *a: Run({}, {e["case"]: "not measured: x" for e in b})
+    )
     entries = [e for e in bench.plan() if e["case"] in ("clean_add", "tiny_add", "cuda_clean_saxpy")]
     batches = bench.plan_batches(entries, 16)
-    got, why = bench.measure(entries, batches, "ncu", argparse.Namespace(budget_s=-1.0))
-    assert got == {} and set(why.values()) == {"not measured: --budget-s -1 spent"}
+    args = argparse.Namespace(budget_s=-1.0, batch_timeout_s=100.0, case_timeout_s=40.0)
+    sched = bench.measure(entries, batches, {}, "ncu", args)
+    assert sched.counters == {} and set(sched.why.values()) == {"not measured: --budget-s -1 spent"}
     assert all(b["outcome"] == "not started: budget spent" for b in batches)
 
 
@@ -129,3 +135,47 @@ def test_the_generated_launcher_loads_as_a_task(tmp_path: Path) -> None:
     rt = runtime_for(import_task(shim))
     assert rt.make_inputs({}, 0, "cuda") == () and rt.reference(()) is None
     assert repr(cases) in shim.read_text()
+
+
+def test_the_launch_manifest_names_the_case_in_flight_while_it_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run_batch rewrites its manifest as each case starts and ends, so a batch killed at its timeout still
+    says which case held it (r33: cuda_device_malloc hung its batch; the old manifest, written at the end,
+    was never written). Here the second case's launch blocks until the manifest has been read."""
+    import threading
+    import time
+
+    import torch
+
+    release = threading.Event()
+    launches: list[str] = []
+
+    def launch(case: str, inputs: Any) -> None:
+        launches.append(case)
+        if case == "hangs":
+            assert release.wait(10), "the test did not release the hanging launch"
+        if case == "breaks":
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(bench, "make_inputs", lambda case, device: ())
+    monkeypatch.setattr(bench, "launch", launch)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda.profiler, "start", lambda: None)
+    monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: None)
+    manifest = tmp_path / "launched.json"
+    t = threading.Thread(target=bench.run_batch, args=(["ok", "breaks", "hangs", "after"], str(manifest)))
+    t0 = time.time()
+    t.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and launches.count("hangs") < 1:
+        time.sleep(0.01)
+    state = json.loads(manifest.read_text())
+    case, since = bench.in_flight(state)
+    assert case == "hangs" and t0 <= since <= time.time()
+    assert state["finished"] == ["ok"] and "illegal memory access" in state["failed"]["breaks"]
+    release.set()
+    t.join(10)
+    done = json.loads(manifest.read_text())
+    assert bench.in_flight(done) is None and done["launched"] == ["ok", "hangs", "after"]
+    assert not (tmp_path / "launched.json.tmp").exists()

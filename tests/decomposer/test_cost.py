@@ -87,3 +87,46 @@ def test_ncu_evidence_of_a_clean_kernel_at_its_roofline_raises_nothing_above_inf
         art, msgspec.structs.replace(facts, dynamic=DynamicEvidence(ncu=row["counters"]))
     ).findings
     assert found and {f.severity for f in found} == {"info"}
+
+
+def _r33(case: str) -> list:
+    """The findings of `case` with its counters from H200 run r33 (tests/fixtures/h200/decomposer_ncu)."""
+    import json
+    from pathlib import Path
+
+    r33 = Path(__file__).parents[1] / "fixtures" / "h200" / "decomposer_ncu" / "r33_bench_decomposer_ncu.json"
+    row = next(c for c in json.loads(r33.read_text())["cases"] if c["case"] == case)
+    art, facts, _ = corpus.load(case)
+    return decompose(
+        art, msgspec.structs.replace(facts, dynamic=DynamicEvidence(ncu=row["counters"]))
+    ).findings
+
+
+def test_the_floor_a_measured_time_is_held_against_counts_the_shortest_kernel() -> None:
+    _art, facts, _ = corpus.load("clean_rowmax_other")  # 67 MB read: 15.4 us at 4.35 TB/s
+    work = cost.work_floor(facts, [])
+    assert work == pytest.approx(67108864 / 4.35e12)
+    assert cost.achievable_floor(facts, []) == pytest.approx(work + 2.368e-6)  # tiny_add on the H200
+
+
+@pytest.mark.parametrize(
+    ("case", "us"), [("clean_rowmax_other", 18.0), ("clean_rownorm_rowmask", 19.2), ("clean_repeat_2d", 19.0)]
+)
+def test_clean_67_mb_reductions_are_at_their_floor_once_the_launch_counts(case: str, us: float) -> None:
+    """H200 r33: 18-19 us for a 15.4-16.4 us roofline; without the 2.37 us every launch pays they were at
+    80-86 % and kept medium stall/occupancy findings (issue 22: clean kernels at their roof get none)."""
+    found = _r33(case)
+    assert found and {f.severity for f in found} == {"info"}
+    assert all("cost not borne out" in " ".join(f.evidence) for f in found)
+    assert f"ncu gpu__time_duration {us:.1f} us" in found[0].cost
+
+
+def test_a_short_clean_kernel_near_its_launch_floor_gets_no_high_latency_finding() -> None:
+    """clean_rowsum_bf16_fp32 on the H200 (r33): 13.2 us for 33.6 MB, compute 35 % and memory 54 % of peak.
+    Against the 7.7 us roofline alone latency_bound said it saves 3.4 us (26 %: high); with the launch time
+    the floor is 10.1 us and at most 3.1 us (23 %) is there to save: medium."""
+    found = _r33("clean_rowsum_bf16_fp32")
+    lat = next(f for f in found if f.pattern == "latency_bound")
+    assert not any(f.severity == "high" for f in found) and lat.severity == "medium"
+    t, floor = 13.184e-6, 33554432 / 4.35e12 + 2.368e-6
+    assert lat.saves_s == pytest.approx(t - floor) and lat.saves_s / t < 0.25

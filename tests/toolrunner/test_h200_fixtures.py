@@ -27,6 +27,8 @@ RECORDS: dict[str, type[msgspec.Struct]] = {
     "autotune_matmul.json": AutotuneOutput,
     "autotune_vector_add.json": AutotuneOutput,
     "bench_ab_vector_add.json": BenchABOutput,
+    "bench_host_sync_micro.json": BenchOutput,  # run r33 (benchmarks/results/runs/r33/steps/format_gpu)
+    "bench_inplace_micro.json": BenchOutput,  # run r33
     "bench_vector_add_full.json": BenchOutput,
     "bench_vector_add_micro.json": BenchOutput,
     "ncu_profile_matmul.json": NcuProfileOutput,
@@ -136,3 +138,21 @@ def test_ncu_duration_agrees_with_the_bench_of_the_same_config(ncu_add: NcuKerne
     assert isinstance(bench, BenchOutput) and bench.config["BLOCK"] == 128
     assert ncu_add.duration_ns is not None
     assert ncu_add.duration_ns * 1e-6 == pytest.approx(bench.stats.median_ms, rel=0.02)
+
+
+def test_in_place_task_replays_one_restored_call_per_graph_on_the_h200() -> None:
+    """Run r33: INPLACE = (0,) restored outside the events, a CUDA graph of one call per sample (k unrolled
+    calls would each run on the previous call's output). Run r32 timed the same task host-bound (estimate
+    53 us, no graph) before the estimate held the GPU (workers/_gpu_timing.py HOLD_CYCLES)."""
+    rec = _load("bench_inplace_micro.json")
+    assert rec.method.cuda_graph and rec.method.calls_per_sample == 1  # type: ignore[attr-defined]
+    assert "restored before every timed call, outside the events" in rec.method.description  # type: ignore
+    assert rec.method.estimate_ms < 0.010 and rec.stats.median_ms < 0.010  # type: ignore[attr-defined]
+
+
+def test_host_sync_task_is_timed_off_the_graph_with_the_whole_reason_on_the_h200() -> None:
+    rec = _load("bench_host_sync_micro.json")
+    m = rec.method  # type: ignore[attr-defined]
+    assert not m.cuda_graph and m.calls_per_sample == 1
+    assert "launch synchronises with the host: RuntimeError:" in m.graph_fallback
+    assert m.graph_fallback.endswith("`x.abs().max().item()`")

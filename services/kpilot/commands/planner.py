@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -132,6 +133,11 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
     from shared.subjects import OPTIMIZE_REQUEST
 
     say = progress or (lambda _line: None)
+    clock = {"t0": time.monotonic()}  # reset when the request is published
+
+    def since() -> float:  # seconds since the request; each candidate, verdict and patch row carries it
+        return round(time.monotonic() - clock["t0"], 3)
+
     bus = await Bus.connect(url, "kpilot")
     critic_key = await trusted_key(bus.js)  # every verified patch's signature is checked against it
     req = OptimizeRequest(
@@ -182,10 +188,13 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
         elif isinstance(msg, Candidate) and msg.job_id == state["job_id"]:
             state["candidates"][msg.id] = {
                 "version": msg.version,
+                "parent_id": msg.parent_id,
                 "config": msg.config,
                 "path": msg.candidate_path,
                 "diff": msg.diff,
+                "changes": msgspec.to_builtins(msg.changes),
                 "llm": msgspec.to_builtins(msg.llm) if msg.llm else None,
+                "t_s": since(),
             }
             say(f"  v{msg.version} queued: config {msg.config}")
         elif isinstance(msg, Verdict) and msg.job_id == state["job_id"]:
@@ -196,6 +205,10 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
                     "status": msg.status,
                     "reasons": msg.reasons,
                     "measurements": msgspec.to_builtins(msg.measurements),
+                    "gpu_seconds": msg.gpu_seconds,
+                    "provenance": msgspec.to_builtins(msg.provenance),
+                    "wall_s": msg.wall_s,
+                    "t_s": since(),
                 }
             )
             if msg.status != "withdrawn" and (msg.status == "fail" or msg.layer == "full"):
@@ -205,13 +218,15 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
                 say(f"  {version(msg.candidate_id)} {msg.layer}: {msg.status}" + (f" ({why})" if why else ""))
         elif msg.job_id == state["job_id"] and m.subject.startswith("patches."):
             cid = getattr(msg, "candidate_id", "")
-            row = {"subject": m.subject, "candidate_id": cid}
+            row = {"subject": m.subject, "candidate_id": cid, "t_s": since()}
             if isinstance(msg, VerifiedPatch | ProposedPatch):
                 row |= {
                     "diff": msg.diff,
                     "config": msg.config,
                     "speedup": msgspec.to_builtins(msg.speedup) if msg.speedup else None,
                     "signature": msgspec.to_builtins(verify_signature(msg, critic_key)),
+                    "version": msg.version,
+                    "evidence_chain": msgspec.to_builtins(msg.evidence_chain),
                 }
             if isinstance(msg, ProposedPatch):
                 row["not_verified"] = msg.not_verified
@@ -227,6 +242,7 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
         await bus.nc.subscribe(s, cb=on_msg) for s in ("jobs.>", "candidates.>", "verdicts.>", "patches.>")
     ]
     try:
+        clock["t0"] = time.monotonic()
         await bus.publish(OPTIMIZE_REQUEST, req)
         say(f"job {req.job_id} requested for {task.name} (Ctrl-C: choose to cancel it or leave it running)")
         try:
@@ -254,6 +270,7 @@ async def optimize(url: str, task: Path, args: argparse.Namespace, *, job_id: st
     state["best_score"] = last.get("best_score")
     state["score_name"] = last.get("score_name", "")
     state.setdefault("reasons", last.get("reasons", []))
+    state["wall_s"] = since()  # request to the last outcome waited for
     return state
 
 
