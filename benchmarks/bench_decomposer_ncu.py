@@ -372,7 +372,7 @@ def split_batch(csv_text: str, launched: list[str], kernels: dict[str, str]) -> 
     dropped first (what the -k filter already did). A count or kernel-name mismatch raises NcuCsvError:
     rows that do not line up are not guessed at (the caller retries those cases one by one).
     """
-    from services.toolrunner.ncu_csv import NcuCsvError, parse_ncu_csv
+    from shared.parsers.ncu import NcuCsvError, parse_ncu_csv
 
     def named(row_kernel: str, kernel: str) -> bool:  # select_kernel's rule: exact, or a demangled form
         return row_kernel == kernel or kernel in row_kernel
@@ -399,10 +399,10 @@ def profile_batch(batch: list[dict[str, Any]], ncu: str, tmp: Path, timeout_s: f
     when it ended without counters, whether it timed out and which case the launcher was in then."""
     import msgspec
 
-    from services.toolrunner.ncu_csv import NcuCsvError, requested_metrics
     from services.toolrunner.sandbox import Limits, run_worker
     from services.toolrunner.workers.launch_task import LaunchTaskRequest
     from services.toolrunner.workers.ncu import NcuWorkerRequest, NcuWorkerResult
+    from shared.parsers.ncu import NcuCsvError, requested_metrics
 
     cases = [e["case"] for e in batch]
     kernels = {e["case"]: e["kernel"] for e in batch}

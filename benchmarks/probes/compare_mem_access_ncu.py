@@ -45,8 +45,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from services.toolrunner.mem_access import run as mem_access
-from services.toolrunner.ncu_csv import parse_ncu_csv
 from services.toolrunner.nvtools import find_tool
+from shared.parsers.ncu import parse_ncu_csv
 from shared.tools.memaccess import MemAccessInput
 
 FIX = ROOT / "tests" / "fixtures" / "tasks"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from services.decomposer.ttgir import Module, Op, defining_op, value_type
+from shared.parsers.ttgir import Module, Op, defining_op, value_type
 
 RT = "rt"  # a runtime scalar times a nonzero stride
 NA = "na"  # not affine in the tile index

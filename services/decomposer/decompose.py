@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from services.decomposer import evidence as evm
 from services.decomposer import hardware, roofline, summary
-from services.decomposer import layouts as lay
 from services.decomposer.native import decompose_native
 from services.decomposer.patterns import match, unchecked
 from services.decomposer.ptx_lanes import PtxKernel, parse_ptx
 from services.decomposer.sass import parse_ptxas, parse_sass, per_line
-from services.decomposer.ttgir import Module, Op, parse_ttgir, value_type
+from shared.parsers.ttgir import Module, Op, parse_ttgir, resolve_layout, value_type
 from shared.tokens import TOKEN_RULE
 from shared.tools.decompose import (
     Artifacts,
@@ -55,7 +54,7 @@ def _node(mod: Module, op: Op, tables: dict[str, LayoutInfo], dots: dict[int, ev
     dtype = (t.pointee or t.elem) if t is not None else ""
     shape = list(t.shape) if t is not None else []
     layout = t.layout if t is not None else ""
-    base, _ = lay.resolve(layout, tables) if layout else (None, None)
+    base, _ = resolve_layout(layout, tables) if layout else (None, None)
     if op.id in dots:
         d = dots[op.id]
         dtype, shape = d.a_dtype, [d.m, d.n, d.k]
@@ -207,8 +206,8 @@ def _extras(ev: evm.Evidence) -> dict[int, str]:
 
 
 def decompose(artifacts: Artifacts, facts: TaskFacts | None = None) -> Decomposition:
-    """Decompose one compiled kernel. Raises ttgir.TtgirError (a ValueError) on text that is not TTGIR;
-    with no TTGIR but PTX (a CUDA C++ kernel) it decomposes PTX/SASS/ptxas (services/decomposer/native.py)."""
+    """Decompose one compiled kernel. Raises shared.parsers.ttgir.TtgirError (a ValueError) on text that is
+    not TTGIR; with no TTGIR but PTX (a CUDA C++ kernel) it decomposes PTX/SASS/ptxas (native.py)."""
     f = facts or TaskFacts()
     if not artifacts.ttgir.strip() and artifacts.ptx.strip():
         return decompose_native(artifacts, f)  # CUDA C++: no TTGIR, PTX/SASS/ptxas only

@@ -15,7 +15,7 @@ from services.decomposer import access as acc
 from services.decomposer import layouts as lay
 from services.decomposer.ptx_lanes import PtxKernel
 from services.decomposer.sass import Sass, access_bits
-from services.decomposer.ttgir import Module, Op, defining_op, value_type
+from shared.parsers.ttgir import Module, Op, decode_layouts, defining_op, resolve_layout, value_type
 from shared.tools.decompose import LayoutInfo, PtxasInfo, SassLine, TaskFacts
 
 ELEM_BYTES = {
@@ -181,7 +181,7 @@ def short_file(path: str) -> str:
 
 
 def _layout_of(ev_layouts: dict[str, LayoutInfo], layout: str) -> tuple[LayoutInfo | None, int | None]:
-    return lay.resolve(layout, ev_layouts)
+    return resolve_layout(layout, ev_layouts)
 
 
 def _arg_ancestors(mod: Module, value: str, limit: int = 400) -> set[str]:
@@ -352,7 +352,7 @@ def _dot(mod: Module, tables: dict[str, LayoutInfo], op: Op) -> Dot:
     m = rt.shape[0] if rt is not None and len(rt.shape) >= 2 else 0
     n = rt.shape[-1] if rt is not None and rt.shape else 0
     k = ta.shape[-1] if ta is not None and ta.shape else 0
-    base, _ = lay.resolve(rt.layout, tables) if rt is not None else (None, None)
+    base, _ = resolve_layout(rt.layout, tables) if rt is not None else (None, None)
     tc = op.name == "ttng.warp_group_dot" or (base is not None and base.kind == "nvidia_mma")
     ver = 3 if op.name == "ttng.warp_group_dot" else (base.mma_version if base is not None else None)
     prec = op.attr("inputPrecision") or ""
@@ -410,7 +410,7 @@ def build(
     num_stages: int | None,
     ptx: PtxKernel | None = None,
 ) -> Evidence:
-    tables = lay.decode_all(mod.layouts)
+    tables = decode_layouts(mod.layouts)
     ctx = acc.new_context(mod)
     accesses = [
         a for op in mod.ops if op.name in GLOBAL_ACCESS if (a := _access(mod, tables, op, ctx)) is not None

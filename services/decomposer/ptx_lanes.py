@@ -18,26 +18,13 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from shared.parsers.ptx import PtxInstr, read_entry
+
 Coef = int | str  # int step, "S", "IND", "NA"
 
-_LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*inlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
-_FILE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"')
-_LABEL = re.compile(r"^(\$?[\w$]+):\s*$")
-_INSTR = re.compile(r"^(@!?%\w+\s+)?([a-z][\w.]*)\s*(.*?);")
 _BITS = {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16, "b32": 32}
 _BITS |= {"u32": 32, "s32": 32, "f32": 32, "b64": 64, "u64": 64, "s64": 64, "f64": 64, "b128": 128}
-_BRACE = re.compile(r"[{}]")
 _IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)$")
-
-
-@dataclass(frozen=True)
-class PtxInstr:
-    idx: int
-    opcode: str
-    pred: str  # "%p1" / "!%p1" / ""
-    operands: tuple[str, ...]
-    file: str
-    line: int
 
 
 @dataclass(frozen=True)
@@ -128,62 +115,10 @@ class PtxKernel:
         return out
 
 
-_CALL = re.compile(r"\bcall(?:\.uni)?\s[^;]*;")
-
-
-def _entry_body(ptx: str, kernel: str) -> tuple[str, str, str]:
-    """(name, header between `.entry` and `{`, body) of the named entry (the first when "")."""
-    for m in re.finditer(r"\.entry\s+([\w$]+)\s*\(", ptx):
-        name = m.group(1)
-        if kernel and name != kernel:
-            continue
-        start = ptx.find("{", m.end())
-        depth, i = 0, len(ptx)
-        for b in _BRACE.finditer(ptx, start):
-            depth += 1 if b.group() == "{" else -1
-            if depth == 0:
-                i = b.start()
-                break
-        return name, ptx[m.end() : start], ptx[start + 1 : i]
-    raise ValueError(
-        f"no .entry {kernel!r} in the PTX" if kernel else "no .entry in the PTX: pass the compile tool's PTX"
-    )
-
-
 def parse_ptx(ptx: str, kernel: str = "") -> PtxKernel:
-    name, header, body = _entry_body(ptx, kernel)
-    k = PtxKernel(name=name)
-    for raw in ptx.splitlines():
-        fm = _FILE.match(raw.strip())
-        if fm:
-            k.files[int(fm.group(1))] = fm.group(2)
-    nt = re.search(r"\.maxntid\s+([\d,\s]+)", header)
-    if nt:
-        k.maxntid = tuple(int(x) for x in nt.group(1).replace(" ", "").split(",") if x)
-    file, line = "", 0
-    body = _CALL.sub(lambda m: " ".join(m.group().split()), body)  # a call statement spans lines
-    for raw in body.splitlines():
-        s = raw.strip()
-        if not s or s.startswith("//"):
-            continue
-        lm = _LOC.match(s)
-        if lm:
-            fno, ln = (lm.group(3), lm.group(4)) if lm.group(3) else (lm.group(1), lm.group(2))
-            file, line = k.files.get(int(fno), fno), int(ln)
-            continue
-        lb = _LABEL.match(s)
-        if lb:
-            k.labels[lb.group(1)] = len(k.instrs)
-            continue
-        if s.startswith("."):
-            continue
-        im = _INSTR.match(s)
-        if not im:
-            continue
-        ops = tuple(o.strip() for o in _split_operands(im.group(3)))
-        k.instrs.append(
-            PtxInstr(len(k.instrs), im.group(2), (im.group(1) or "").strip()[1:], ops, file, line)
-        )
+    """The named entry (the first when "") read by shared/parsers/ptx.py, then its lanes and loops."""
+    e = read_entry(ptx, kernel)
+    k = PtxKernel(name=e.name, instrs=e.instrs, labels=e.labels, files=e.files, maxntid=e.maxntid)
     for ins in k.instrs:
         if ins.opcode.startswith("bra") and ins.operands and ins.operands[0] in k.labels:
             tgt = k.labels[ins.operands[0]]
@@ -191,25 +126,6 @@ def parse_ptx(ptx: str, kernel: str = "") -> PtxKernel:
                 k.loops.append((tgt, ins.idx))
     _lanes(k)
     return k
-
-
-def _split_operands(text: str) -> list[str]:
-    if "[" not in text and "{" not in text:
-        return [t for t in text.split(",") if t.strip()]
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur)
-    return out
 
 
 def _imm(s: str) -> int | None:

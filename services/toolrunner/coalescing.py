@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from services.toolrunner.ttgir_memops import BlockedLayout
+from shared.parsers.ttgir_memops import BlockedLayout
 
 WARP = 32  # lanes per warp on every NVIDIA GPU Triton targets
 SECTOR = 32  # bytes per L1/L2 sector (GPU.md, "memory")

@@ -1,7 +1,7 @@
 """The ncu_profile tool: Nsight Compute metrics of one launch, mapped onto GPU.md's state dimensions.
 
 GPU only. The task is loaded (sandboxed) to check the kernel and shape names, then the ncu worker runs
-ncu on the task's launch; the raw CSV page it returns is parsed here (services/toolrunner/ncu_csv.py).
+ncu on the task's launch; the raw CSV page it returns is parsed here (shared/parsers/ncu.py).
 """
 
 from __future__ import annotations
@@ -12,13 +12,6 @@ from pathlib import Path
 
 import msgspec
 
-from services.toolrunner.ncu_csv import (
-    NcuCsvError,
-    parse_ncu_csv,
-    requested_metrics,
-    select_kernel,
-    with_dimensions,
-)
 from services.toolrunner.nvtools import require_gpu
 from services.toolrunner.sandbox import Limits, run_worker
 from services.toolrunner.tasks import load_for_tool
@@ -26,6 +19,13 @@ from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.launch_task import LaunchTaskRequest
 from services.toolrunner.workers.ncu import NcuWorkerRequest, NcuWorkerResult
 from shared.messages import Provenance
+from shared.parsers.ncu import (
+    NcuCsvError,
+    parse_ncu_csv,
+    requested_metrics,
+    select_kernel,
+    with_dimensions,
+)
 from shared.tools.profile import NcuProfileInput, NcuProfileOutput
 from shared.tools.task import TaskManifest
 

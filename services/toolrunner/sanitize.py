@@ -1,7 +1,7 @@
 """The sanitize tool: compute-sanitizer memcheck / racecheck (and initcheck, synccheck) on a task's launch.
 
 GPU only. One warm-up launch plus one checked launch of the task's kernel per sanitizer tool; the text
-output is parsed here (services/toolrunner/sanitizer_text.py) into one verdict per tool.
+output is parsed here (shared/parsers/sanitizer.py) into one verdict per tool.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import msgspec
 from services.toolrunner.ncu_profile import resolve_kernel
 from services.toolrunner.nvtools import require_gpu
 from services.toolrunner.sandbox import Limits, run_worker
-from services.toolrunner.sanitizer_text import parse_sanitizer_output
 from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
 from services.toolrunner.workers.launch_task import LaunchTaskRequest
 from services.toolrunner.workers.sanitize import SanitizeWorkerRequest, SanitizeWorkerResult
 from shared.messages import Provenance
+from shared.parsers.sanitizer import parse_sanitizer_output
 from shared.tools.profile import SanitizeInput, SanitizeOutput, SanitizerReport
 
 _RANK = {"clean": 0, "errors": 1, "failed": 2}

@@ -1,2 +1,4 @@
-"""Parsers of compiler and profiler artifacts (ptxas -v, ...), one module per artifact. Pure text in,
-records of shared/tools/ out: the toolrunner's tools and the decomposer read the same artifact the same way."""
+"""Parsers of compiler and profiler artifacts, one module per artifact: ttgir (TTGIR modules, layouts),
+ttgir_memops (its global memory ops), ptx (PTX entries, access widths), sass, ptxas (ptxas -v), ncu
+(ncu --csv --page raw), sanitizer (compute-sanitizer text). Pure text in, records out: the toolrunner's
+tools, the decomposer and the benchmarks read the same artifact the same way."""

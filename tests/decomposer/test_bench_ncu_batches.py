@@ -19,7 +19,7 @@ import pytest
 
 from benchmarks import bench_decomposer_ncu as bench
 from benchmarks.ncu_schedule import Run
-from services.toolrunner.ncu_csv import NcuCsvError, parse_ncu_csv, select_kernel
+from shared.parsers.ncu import NcuCsvError, parse_ncu_csv, select_kernel
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROBE = FIXTURES / "h200-probe" / "ncu_raw.csv"

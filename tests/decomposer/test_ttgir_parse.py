@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.decomposer import layouts as lay
-from services.decomposer.ttgir import TtgirError, parse_ttgir, value_type
+from shared.parsers.ttgir import TtgirError, decode_layouts, parse_ttgir, resolve_layout, value_type
 from tests.decomposer import decomposer_corpus as corpus
 
 SRC = "tests/decomposer/corpus/cases.py"
@@ -48,7 +47,7 @@ def test_loops_iter_args_and_nesting() -> None:
 
 def test_layouts_decode() -> None:
     m = _mod("clean_matmul_bf16")
-    table = lay.decode_all(m.layouts)
+    table = decode_layouts(m.layouts)
     mma = [x for x in table.values() if x.kind == "nvidia_mma"]
     assert mma and mma[0].mma_version == 3 and mma[0].instr_shape[:2] == [16, 128]
     sh = [x for x in table.values() if x.kind == "nvmma_shared"]
@@ -86,3 +85,25 @@ def test_every_fixture_load_points_at_a_load_in_cases_py() -> None:
         for op in m.ops:
             if op.name == "tt.load" and op.loc is not None and op.loc.file == SRC:
                 assert "load(" in src[op.loc.line - 1], (d.name, op.loc.line)
+
+
+def test_an_scf_while_after_region_is_read_and_the_function_goes_on() -> None:
+    # `} do {` opens the loop's second region; the parser once took it for the function's end (issue 19)
+    m = _mod("oss_tutorial_layernorm_dw_lock")
+    loop = next(op for op in m.ops if op.name == "scf.while")
+    cond = next(op for op in m.ops if op.name == "scf.condition")
+    assert cond.parent == loop.id and loop.loc is not None
+    after = [op.name for op in m.ops if op.id > loop.id and op.parent is None]
+    assert after == ["tt.load", "arith.addf", "tt.store", "tt.atomic_rmw", "tt.return"]
+    assert m.file == "tests/decomposer/corpus/cases_more.py"  # the kernel's own file, from the func's loc
+
+
+def test_an_inline_slice_layout_keeps_its_parameters() -> None:
+    m = _mod("matmul_one_stage")
+    table = decode_layouts(m.layouts)
+    op = next(op for op in m.ops if op.source.startswith("%b_31 = tt.expand_dims"))
+    (t,) = op.operand_types
+    assert t.layout == "#ttg.slice<{dim = 0, parent = #blocked1}>"
+    base, dim = resolve_layout(t.layout, table)
+    assert base is table["#blocked1"] and dim == 0
+    assert op.result_type is not None and op.result_type.layout == "#blocked1"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from services.toolrunner.coalescing import lane_plan, scalar_plan, tally
-from services.toolrunner.ttgir_memops import BlockedLayout
+from shared.parsers.ttgir_memops import BlockedLayout
 
 ONE_D = BlockedLayout((1,), (32,), (4,), (0,))
 VEC4 = BlockedLayout((4,), (32,), (4,), (0,))

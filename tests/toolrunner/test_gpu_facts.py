@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.toolrunner.ncu_csv import parse_ncu_csv
 from shared.gpu_facts import H200, gpu_facts
+from shared.parsers.ncu import parse_ncu_csv
 
 NCU = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "ncu_raw.csv"
 

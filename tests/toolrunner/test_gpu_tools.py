@@ -19,9 +19,9 @@ import pytest
 from services.toolrunner import autotune, bench, bench_ab, ncu_profile, sanitize
 from services.toolrunner.nvtools import find_tool, gpu_count
 from services.toolrunner.sandbox import Limits, run_worker
-from services.toolrunner.sanitizer_text import parse_sanitizer_output
 from services.toolrunner.workers.launch_task import LaunchTaskRequest
 from services.toolrunner.workers.sanitize import SanitizeWorkerRequest, SanitizeWorkerResult
+from shared.parsers.sanitizer import parse_sanitizer_output
 from shared.tools.bench import (
     AutotuneInput,
     AutotuneOutput,

@@ -16,8 +16,8 @@ import msgspec
 import pytest
 
 from services.telemetry.records import RawSample
-from services.toolrunner.ncu_csv import parse_ncu_csv, select_kernel, with_dimensions
 from services.toolrunner.timing_stats import bootstrap_ratio_ci, summarize
+from shared.parsers.ncu import parse_ncu_csv, select_kernel, with_dimensions
 from shared.tools.bench import AutotuneOutput, BenchABOutput, BenchOutput
 from shared.tools.profile import NcuKernelProfile, NcuProfileOutput, SanitizeOutput
 from shared.tools.run import RunCorrectnessOutput

@@ -10,10 +10,10 @@ import msgspec
 import pytest
 
 from services.toolrunner.launch_config import SPEC
-from services.toolrunner.ncu_csv import parse_ncu_csv
 from services.toolrunner.occupancy import launch_config
 from services.toolrunner.tool import ToolFailure
 from shared.gpu_facts import H200
+from shared.parsers.ncu import parse_ncu_csv
 from shared.tools.launch import LaunchConfigInput, LaunchConfigOutput
 
 NCU = Path(__file__).resolve().parents[1] / "fixtures" / "h200-probe" / "ncu_raw.csv"

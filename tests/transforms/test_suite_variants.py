@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from services.decomposer.ttgir import parse_ttgir
 from services.toolrunner.launch_grid import run as launch_grid
+from shared.parsers.ttgir import parse_ttgir
 from shared.tools.decompose import TaskFacts
 from shared.tools.grid import LaunchGridInput
 from shared.transforms.base import Refused

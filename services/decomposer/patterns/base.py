@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.decomposer.evidence import Access, Evidence
-from services.decomposer.ttgir import defining_op
+from shared.parsers.ttgir import defining_op
 from shared.tools.decompose import Severity, Transformation
 
 SEVERITY_RANK: dict[Severity, int] = {"high": 0, "medium": 1, "low": 2, "info": 3}

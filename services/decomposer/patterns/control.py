@@ -14,7 +14,7 @@ from services.decomposer.patterns.base import (
     _ptx_locs,
     _ptx_loop,
 )
-from services.decomposer.ttgir import defining_op
+from shared.parsers.ttgir import defining_op, resolve_layout
 
 PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
 
@@ -336,7 +336,7 @@ def reduction_across_warps_in_loop(ev: Evidence) -> Match | None:
         if op.name != "tt.reduce" or not op.loops or not op.operand_types:
             continue
         t = op.operand_types[0]
-        base, sliced = lay.resolve(t.layout, ev.layouts)
+        base, sliced = resolve_layout(t.layout, ev.layouts)
         ax = op.int_attr("axis") or 0
         if (
             base is not None

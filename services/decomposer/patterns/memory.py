@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 
 from services.decomposer.evidence import Access, Evidence
 from services.decomposer.patterns.base import (
@@ -19,7 +18,7 @@ from services.decomposer.patterns.base import (
     _share,
     static_none,
 )
-from services.decomposer.ttgir import defining_op, value_type
+from shared.parsers.ttgir import defining_op, value_type
 
 PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
 
@@ -754,8 +753,7 @@ def masked_load_without_other_into_reduction(ev: Evidence) -> Match | None:
         anc = _ancestors_ops(ev, red.operands[0])
         if any(o.name == "arith.select" for o in anc):
             continue
-        m = re.search(r"axis = (\d+)", red.text)
-        axis = int(m.group(1)) if m else 0
+        axis = red.int_attr("axis") or 0
         hits += [
             o
             for o in anc

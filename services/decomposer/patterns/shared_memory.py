@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from services.decomposer import layouts as lay
 from services.decomposer.evidence import Evidence, elem_bytes
 from services.decomposer.patterns.base import (
     Match,
@@ -10,6 +9,7 @@ from services.decomposer.patterns.base import (
     _at,
     _ptx_locs,
 )
+from shared.parsers.ttgir import resolve_layout
 
 PATTERNS: list[Pattern] = []  # this family's table, in rank-tie order; each entry follows its function
 
@@ -19,7 +19,7 @@ def shared_bank_conflicts(ev: Evidence) -> Match | None:
     for op in ev.mod.ops:
         if op.name != "ttg.local_alloc" or op.result_type is None or len(op.result_type.shape) < 2:
             continue
-        base, _ = lay.resolve(op.result_type.layout, ev.layouts)
+        base, _ = resolve_layout(op.result_type.layout, ev.layouts)
         if base is None or base.kind != "swizzled_shared":
             continue
         row = op.result_type.shape[-1] * elem_bytes(op.result_type.elem)

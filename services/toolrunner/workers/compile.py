@@ -8,7 +8,6 @@ CUDA C++: CUDA_SOURCE is written to the scratch directory and built by nvcc to P
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -19,6 +18,7 @@ import msgspec
 
 from services.toolrunner.workers._io import read_request, write_result
 from shared.messages import Scalar
+from shared.parsers.ptx import entry_names
 
 
 class CompileJob(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -46,14 +46,6 @@ class CompileWorkerResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tr
     shared_bytes: int | None = None
     num_warps: int | None = None
     compile_s: float = 0.0
-
-
-_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
-
-
-def ptx_entries(ptx: str) -> list[str]:
-    """Kernel entry names in a PTX module, in order."""
-    return _ENTRY.findall(ptx)
 
 
 def _user_error(what: str, e: BaseException) -> str:
@@ -125,7 +117,7 @@ def _compile_triton(job: CompileJob) -> CompileWorkerResult:
     md = compiled.metadata
     return CompileWorkerResult(
         artifacts=arts,
-        kernel_names=ptx_entries(asm["ptx"]) or [md.name],
+        kernel_names=entry_names(asm["ptx"]) or [md.name],
         params=triton_capture.params(launch),
         specialization=launch.specialization_data,
         inputs_device=device,
@@ -189,7 +181,7 @@ def _compile_cuda(job: CompileJob) -> CompileWorkerResult:
         return CompileWorkerResult(error=f"nvcc failed: {e}")
     compile_s = time.monotonic() - t0
     ptx = (scratch / "k.ptx").read_text()
-    names = ptx_entries(ptx)
+    names = entry_names(ptx)
     if job.kernel not in names:
         return CompileWorkerResult(
             error=f"nvcc built no entry {job.kernel!r} (found {names}); declare it "

@@ -102,7 +102,7 @@ class _Site:
     file: str
     line: int
     last_line: int  # a multi-line call ends here
-    op: Any  # ttgir_memops.MemOp or None
+    op: Any  # shared.parsers.ttgir_memops.MemOp or None
     plan: Any  # coalescing.LanePlan or None
     vector_bytes: int
     vector_source: str
@@ -115,7 +115,7 @@ class _Site:
 class _Launch:
     index: int
     kernel: str
-    ir: Any  # ttgir_memops.KernelIR
+    ir: Any  # shared.parsers.ttgir_memops.KernelIR
     widths: dict[tuple[str, int, int], int]
     grid: tuple[int, int, int] = (1, 1, 1)
     sample: frozenset[int] = frozenset()
@@ -192,10 +192,10 @@ def _make_site(launch: _Launch, kind: str, file: str, span: Span) -> _Site:
 
 class _Tracer:
     def __init__(self, launches: list[CompiledLaunch], only: str | None, max_programs: int) -> None:
-        from services.toolrunner.ttgir_memops import parse_ttgir
         from shared.parsers.ptx import ptx_access_bytes
+        from shared.parsers.ttgir_memops import memory_ops
 
-        self.compiled = [(c.kernel, parse_ttgir(c.ttgir), ptx_access_bytes(c.ptx)) for c in launches]
+        self.compiled = [(c.kernel, memory_ops(c.ttgir), ptx_access_bytes(c.ptx)) for c in launches]
         self.only = only
         self.max_programs = max_programs
         self.launches: list[_Launch] = []

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-from services.toolrunner.ncu_csv import available_metric_bases, metric_base
 from services.toolrunner.workers._io import read_request, write_result
 from services.toolrunner.workers.launch_task import LaunchTaskRequest
+from shared.parsers.ncu import available_metric_bases, metric_base
 
 
 class NcuWorkerRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

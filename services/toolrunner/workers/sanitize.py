@@ -12,8 +12,8 @@ import msgspec
 from services.toolrunner.workers._io import read_request, write_result
 from services.toolrunner.workers.launch_task import LaunchTaskRequest
 
-# Findings printed per tool: the record keeps the first 20 anyway (sanitizer_text.MAX_FINDINGS), and a
-# broken kernel can print one per thread (millions) and run for hours.
+# Findings printed per tool: the record keeps the first 20 anyway (shared/parsers/sanitizer.py
+# MAX_FINDINGS), and a broken kernel can print one per thread (millions) and run for hours.
 PRINT_LIMIT = 20
 
 

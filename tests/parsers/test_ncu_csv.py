@@ -8,7 +8,7 @@ import jsonschema
 import msgspec
 import pytest
 
-from services.toolrunner.ncu_csv import (
+from shared.parsers.ncu import (
     DIMENSIONS,
     NcuCsvError,
     metric_base,

@@ -1,16 +1,23 @@
 """Parse Triton GPU IR (TTGIR, the `ttgir` text of a compiled kernel) into operations, types and layouts.
 
+The one TTGIR reader: the decomposer reads the whole module (`parse_ttgir`), the toolrunner's
+mem_access_profile reads its global memory operations (`memory_ops`), and both decode layout attributes
+with `decode_layout`.
+
 The printed MLIR is regular enough to read line by line: one operation per line, regions opened by a
 trailing `{` and closed by a leading `}`, location aliases (`#locN = loc(...)`) and layout aliases
 (`#blocked = #ttg.blocked<{...}>`) at the top or bottom of the module. Generic-form ops with regions
 (`"tt.reduce"(%x) <{axis = 0 : i32}> ({ ... }) : (...) -> f32 loc(#l)`) carry their type and location on
-the closing line. Nothing here knows about hardware; see `hardware.py`.
+the closing line. Nothing here knows about hardware.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
+
+from shared.tools.decompose import LayoutInfo
 
 _ALIAS = re.compile(r"^(#[\w.$-]+)\s*=\s*(.*)$")
 _OP = re.compile(r"^(?:(%[\w.$-]+)(?::(\d+))?((?:\s*,\s*%[\w.$-]+)*)\s*=\s*)?(\"[\w.]+\"|[a-z_][\w.]*)(.*)$")
@@ -18,22 +25,21 @@ _VALUE = re.compile(r"%[\w.$-]+(?:#\d+)?")
 _FILELOC = re.compile(r'^"([^"]*)":(\d+):(\d+)')
 _NAMELOC = re.compile(r'^"([^"]*)"\((.*)\)$')
 _DIMS = re.compile(r"^((?:\d+x)*)(.*)$")
+_FUNC_NAME = re.compile(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)")
 
 
 class TtgirError(ValueError):
     """The text is not TTGIR this parser can read; the message says what to pass instead."""
 
 
-@dataclass(frozen=True)
-class SrcLoc:
+class SrcLoc(msgspec.Struct, frozen=True):
     file: str
     line: int
     col: int
     name: str = ""  # source-level variable name from loc("name"(...))
 
 
-@dataclass(frozen=True)
-class TType:
+class TType(msgspec.Struct, frozen=True):
     """A parsed MLIR type. `elem` is the element type ("f32", "bf16", "ptr<f16>", "i1")."""
 
     kind: str  # "tensor", "memdesc", "scalar", "ptr", "other"
@@ -54,8 +60,7 @@ class TType:
         return n
 
 
-@dataclass
-class Op:
+class Op(msgspec.Struct):
     id: int
     name: str  # "tt.load"
     results: list[str]  # SSA names without "%"-suffix indices; multi-results as "%x#0", "%x#1"
@@ -66,10 +71,12 @@ class Op:
     loops: tuple[int, ...] = ()  # ids of enclosing scf.for / scf.while, outermost first
     ifs: tuple[int, ...] = ()  # ids of enclosing scf.if
     parent: int | None = None  # id of the op whose region holds this op
-    block_args: list[str] = field(default_factory=list)
+    block_args: list[str] = msgspec.field(default_factory=list)
     loc: SrcLoc | None = None
     result_type: TType | None = None
-    operand_types: list[TType] = field(default_factory=list)
+    operand_types: list[TType] = msgspec.field(default_factory=list)
+    locs: tuple[SrcLoc, ...] = ()  # every file location loc_expr names, callee first (loc picks one)
+    source: str = ""  # the op's first line, stripped
 
     def attr(self, key: str) -> str | None:
         m = re.search(rf"(?:^|[{{,\s]){re.escape(key)}\s*=\s*([^,}}]+)", self.text)
@@ -83,15 +90,13 @@ class Op:
         return int(m.group(0)) if m else None
 
 
-@dataclass
-class Arg:
+class Arg(msgspec.Struct):
     name: str
     type: TType
     divisibility: int | None
 
 
-@dataclass
-class Module:
+class Module(msgspec.Struct):
     func: str
     args: list[Arg]
     ops: list[Op]
@@ -102,21 +107,28 @@ class Module:
     file: str  # the kernel's source file (from the function's loc)
     by_result: dict[str, int]  # SSA name -> op id (block args map to the op that defines them)
     iter_init: dict[str, str]  # loop block arg -> its init value
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 def _balanced_strip(text: str, open_: str, close: str) -> str:
-    """Remove balanced `open_ ... close` groups (attribute dictionaries) from text."""
-    out, depth = [], 0
+    """Remove balanced `open_ ... close` groups (attribute dictionaries) from text, but not those inside a
+    type's or attribute's parameters: `tensor<32xi32, #ttg.slice<{dim = 0, parent = #blocked}>>` keeps its
+    slice (a `<` right after a name opens parameters; the generic form's ` <{axis = 0 : i32}>` is stripped)."""
+    out, depth, angle, prev = [], 0, 0, ""
     for ch in text:
-        if ch == open_:
+        if depth == 0 and ch == "<" and (prev.isalnum() or prev in "_."):
+            angle += 1
+        elif depth == 0 and ch == ">" and angle and prev != "-":
+            angle -= 1
+        elif angle == 0 and ch == open_:
             depth += 1
-            continue
-        if ch == close and depth:
+        elif angle == 0 and ch == close and depth:
             depth -= 1
+            prev = ch
             continue
         if depth == 0:
             out.append(ch)
+        prev = ch
     return "".join(out)
 
 
@@ -247,8 +259,9 @@ class _LocResolver:
             return out
         return []
 
-    def pick(self, expr: str, file: str) -> SrcLoc | None:
-        locs = self.resolve(expr)
+    @staticmethod
+    def pick(locs: list[SrcLoc], file: str) -> SrcLoc | None:
+        """The location in the kernel's own file (else the first), named by any name the chain carries."""
         if not locs:
             return None
         named = next((x.name for x in locs if x.name), "")
@@ -274,6 +287,11 @@ def _parse_args(sig: str) -> list[tuple[str, str, str]]:
             rest = rest[:k]
         out.append((m.group(1), rest.strip(), attrs))
     return out
+
+
+def function_names(text: str) -> list[str]:
+    """The names of the module's tt.func definitions and declarations, in text order."""
+    return _FUNC_NAME.findall(text)
 
 
 def parse_ttgir(text: str, kernel: str = "") -> Module:
@@ -334,7 +352,7 @@ def parse_ttgir(text: str, kernel: str = "") -> Module:
         if s.startswith("}"):
             closing = stack.pop() if stack else None
             rest = s[1:].lstrip(")").strip()
-            if rest.startswith("else"):
+            if rest.startswith(("else", "do")):  # scf.if's else region, scf.while's after region
                 stack.append(closing)
                 continue
             if closing is not None:
@@ -377,6 +395,7 @@ def parse_ttgir(text: str, kernel: str = "") -> Module:
             loops=tuple(o.id for o in enclosing if o.name in ("scf.for", "scf.while")),
             ifs=tuple(o.id for o in enclosing if o.name == "scf.if"),
             parent=enclosing[-1].id if enclosing else None,
+            source=s,
         )
         if res0:
             if nres:
@@ -417,7 +436,7 @@ def parse_ttgir(text: str, kernel: str = "") -> Module:
     if not func:
         raise TtgirError(
             f"kernel {kernel!r} not found: the TTGIR defines "
-            + ", ".join(re.findall(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)", text))
+            + ", ".join(function_names(text))
         )
     del pending_yield_loop
     file = ""
@@ -425,7 +444,10 @@ def parse_ttgir(text: str, kernel: str = "") -> Module:
         floc = resolver.resolve(func_loc)
         file = floc[0].file if floc else ""
     for op in ops:
-        op.loc = resolver.pick(op.loc_expr, file) if op.loc_expr else None
+        if op.loc_expr:
+            locs = resolver.resolve(op.loc_expr)
+            op.locs = tuple(locs)
+            op.loc = resolver.pick(locs, file)
         ins, out = _split_types(op.types_text)
         op.operand_types = ins
         op.result_type = _result_type(op, ins, out)
@@ -488,3 +510,63 @@ def defining_op(mod: Module, value: str) -> Op | None:
     if oid is None:
         oid = mod.by_result.get(value.split("#")[0])
     return mod.ops[oid] if oid is not None else None
+
+
+# Layout attributes: `#blocked1 = #ttg.blocked<{sizePerThread = [1, 4], ...}>`, slices, dot operands, shared.
+
+_LAYOUT_KIND = re.compile(r"#(?:ttg|ttng|triton_gpu)\.(\w+)")
+
+
+def _layout_ints(text: str, key: str) -> list[int]:
+    m = re.search(rf"\b{key}\s*=\s*\[([^\]]*)\]", text)
+    return [int(x) for x in re.findall(r"-?\d+", m.group(1))] if m else []
+
+
+def _layout_int(text: str, key: str) -> int | None:
+    m = re.search(rf"\b{key}\s*=\s*(-?\d+)", text)
+    return int(m.group(1)) if m else None
+
+
+def decode_layout(name: str, text: str) -> LayoutInfo:
+    """One layout attribute's text (`#ttg.blocked<{...}>`) decoded; `name` is its alias or the text itself."""
+    m = _LAYOUT_KIND.match(text.strip())
+    kind = m.group(1) if m else "other"
+    tr = re.search(r"\btransposed\s*=\s*(true|false)", text)
+    return LayoutInfo(
+        name=name,
+        kind=kind,
+        size_per_thread=_layout_ints(text, "sizePerThread"),
+        threads_per_warp=_layout_ints(text, "threadsPerWarp"),
+        warps_per_cta=_layout_ints(text, "warpsPerCTA"),
+        order=_layout_ints(text, "order"),
+        vec=_layout_int(text, "vec"),
+        per_phase=_layout_int(text, "perPhase"),
+        max_phase=_layout_int(text, "maxPhase"),
+        swizzle_bytes=_layout_int(text, "swizzlingByteWidth"),
+        transposed=None if tr is None else tr.group(1) == "true",
+        mma_version=_layout_int(text, "versionMajor"),
+        instr_shape=_layout_ints(text, "instrShape"),
+    )
+
+
+def decode_layouts(aliases: dict[str, str]) -> dict[str, LayoutInfo]:
+    """A module's layout aliases (Module.layouts) decoded, the non-layout ones (`#smem`, ...) left out."""
+    return {k: decode_layout(k, v) for k, v in aliases.items() if _LAYOUT_KIND.match(v.strip())}
+
+
+def resolve_layout(layout: str, table: dict[str, LayoutInfo]) -> tuple[LayoutInfo | None, int | None]:
+    """The base layout of a type's layout string and, for a slice, the sliced-away dim.
+
+    `#ttg.slice<{dim = 1, parent = #blocked}>` -> (#blocked, 1); `#blocked1` -> (#blocked1, None);
+    `#ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>` -> (#mma, None).
+    """
+    s = layout.strip()
+    if s in table:
+        return table[s], None
+    m = re.search(r"parent\s*=\s*(#[\w.$-]+)", s)
+    if m:
+        base, _ = resolve_layout(m.group(1), table)
+        return base, _layout_int(s, "dim") if "slice" in s else None
+    if s.startswith(("#ttg.", "#ttng.")):
+        return decode_layout(s, s), None
+    return None, None

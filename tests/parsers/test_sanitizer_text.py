@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.toolrunner.sanitizer_text import MAX_FINDINGS, MAX_LINES, parse_sanitizer_output
+from shared.parsers.sanitizer import MAX_FINDINGS, MAX_LINES, parse_sanitizer_output
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sanitizer"
 WILD = FIXTURES / "sanitizer_memcheck_wild_read.txt"

@@ -1,0 +1,1 @@
+"""Tests of shared/parsers: the one reader of each compiler and profiler artifact."""
