@@ -3,7 +3,8 @@
 Consumes DeviceSamples on `telemetry.samples.<shard>.>` (its own sampler's, `kpilot replay`'s) and
 LaunchBatches on `telemetry.launches.<shard>` (the workload SDK's); publishes a StateVector per sample on
 `telemetry.state.<node>.<gpu>` and StateChangeEvents on `events.state.<kind>.<node>.<gpu>`; answers
-`profile.kernel` with one kernel's ncu counters (profile_endpoint.py, via `tools.ncu_profile`). The
+`profile.kernel` with one kernel's ncu counters (profile_endpoint.py, via `tools.ncu_profile`); asks the
+workload for a hot kernel with no task and registers the captured task (capture_bus.py). The
 device sampler (NVML, or dcgm-exporter with --dcgm) publishes onto the samples subject, so what the
 detectors see is exactly what `kpilot record` records. Sharding: one instance per node set, `--shard NODE` (see
 benchmarks/bench_telemetry.py, "Sharding"); all instances of one shard would split a GPU's samples.
@@ -15,18 +16,21 @@ import argparse
 import asyncio
 import gc
 import itertools
+import os
+from pathlib import Path
 
 import msgspec
 
+from services.telemetry.capture_bus import setup_capture
 from services.telemetry.outbox import Outbox
 from services.telemetry.pipeline import Pipeline
 from services.telemetry.profile_endpoint import handler as profile_handler
 from services.telemetry.records import RawSample, SamplerUnavailable
 from services.telemetry.sampling import open_sampler, sample_loop
 from services.telemetry.wire import sample_message
-from shared.messages import DeviceSample, LaunchBatch
+from shared.messages import DeviceSample, LaunchBatch, StateChangeEvent
 from shared.service import ServiceRuntime
-from shared.subjects import KERNEL_PROFILE, sample_subject, token
+from shared.subjects import CAPTURED_DIR, KERNEL_PROFILE, sample_subject, token
 from shared.toolclient import BusToolClient
 
 
@@ -53,9 +57,15 @@ async def setup(runtime: ServiceRuntime) -> None:
         raise SystemExit(f"telemetry: {e}") from None
     runtime.details.update(role="telemetry", sampler=how, period_s=f"{period:g}", shard=shard)
 
+    # The live capture path (capture_bus.py): captured tasks are stored where the toolrunner may read them.
+    state = Path(os.environ.get("KPILOT_STATE", ".kpilot")).resolve()
+    ask_capture = await setup_capture(runtime, state / CAPTURED_DIR)
+
     async def on_sample(msg: DeviceSample) -> None:
         for subject, out in pipe.on_sample(msg):
             await outbox.put(subject, out)
+            if isinstance(out, StateChangeEvent):
+                await ask_capture(out)
 
     async def on_launches(batch: LaunchBatch) -> None:
         pipe.add_launches(batch)

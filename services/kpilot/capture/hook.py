@@ -18,7 +18,7 @@ from __future__ import annotations
 import atexit
 import inspect
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,29 @@ _STATE = _State()
 _KERNELS: dict[int, _Kernel] = {}
 _OUT: list[Path] = []
 _COMMAND: list[str] = []
+# Called with (kernel name, calls of the variant so far) after each recorded launch has returned: the live
+# path (services/telemetry/sdk_capture.py) waits on it instead of polling for the kernel it was asked for.
+_LISTENERS: list[Callable[[str, int], None]] = []
+
+
+def add_listener(fn: Callable[[str, int], None]) -> None:
+    _LISTENERS.append(fn)
+
+
+def remove_listener(fn: Callable[[str, int], None]) -> None:
+    if fn in _LISTENERS:
+        _LISTENERS.remove(fn)
+
+
+LISTENER_ERRORS = [0]  # listener calls that raised: counted, never propagated into the launch
+
+
+def _notify(name: str, calls: int) -> None:
+    for fn in _LISTENERS[:]:  # a copy: a listener may remove itself
+        try:
+            fn(name, calls)
+        except Exception:  # noqa: BLE001 - a listener must never break the workload's launch
+            LISTENER_ERRORS[0] += 1
 
 
 def _is_constexpr(annotation: Any) -> bool:
@@ -209,11 +232,14 @@ def _launch(kernel: Any, orig: Any, args: tuple, grid: Any, kwargs: dict[str, An
         st.variants[key] = _Variant(spec)
         result = _first_launch(st, spec, arguments, launch)
         spec.calls = 1
+        _notify(rec.name, 1)
         return result
     var.spec.calls += 1
     timed = not triton.knobs.runtime.interpret and tensors and tensors[0].is_cuda
     if not timed:
-        return launch()
+        result = launch()
+        _notify(rec.name, var.spec.calls)
+        return result
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     result = launch()
@@ -221,6 +247,7 @@ def _launch(kernel: Any, orig: Any, args: tuple, grid: Any, kwargs: dict[str, An
     var.events.append((start, end))
     if len(var.events) >= FOLD_EVENTS:
         var.fold()
+    _notify(rec.name, var.spec.calls)
     return result
 
 
@@ -281,13 +308,13 @@ def dump() -> Path:
 
     gpu = False
     kernels = []
-    for st in _KERNELS.values():
+    for st in list(_KERNELS.values()):  # a copy: the program may still launch in another thread
         try:
             st.record.source = collect(st.kernel)
         except (OSError, TypeError, StopIteration, SyntaxError) as e:
             st.record.source.problems.append(f"source not found: {e}")
         st.record.variants = []
-        for v in st.variants.values():
+        for v in list(st.variants.values()):
             v.fold()
             if v.timed:
                 gpu = True
@@ -320,6 +347,11 @@ def install(out_dir: str, command: list[str], *, at_exit: bool = True) -> None:
     _wrap_autotuner()
     if at_exit:
         atexit.register(dump)
+
+
+def installed() -> bool:
+    """Whether the hook is in place (one capture at a time per process)."""
+    return bool(_ORIGINALS)
 
 
 def uninstall() -> None:
