@@ -236,9 +236,9 @@ ROLES: dict[str, Role] = {
     # answer, has the toolrunner load it (`tools.load_task`) and registers it like `kpilot register`.
     "telemetry": Role(publish=("telemetry.>", "events.state.>", "tools.>", "capture.request.>",
                                "capture.registered.>"), serves=(KERNEL_PROFILE,),
-                      reads=("TELEMETRY", "CAPTURE"), durables=("TELEMETRY:telemetry-launches-all",
-                                                                "TELEMETRY:telemetry-samples-all",
-                                                                "CAPTURE:telemetry-captures"),
+                      reads=("TELEMETRY", "EVENTS", "CAPTURE"),
+                      durables=("TELEMETRY:telemetry-launches-all", "TELEMETRY:telemetry-samples-all",
+                                "EVENTS:telemetry-capture-asks", "CAPTURE:telemetry-captures"),
                       kv_read=("kernels",), kv_write=("kernels.*", "kernels.task.>")),
     "decomposer": Role(publish=("tools.>", "audit.decomposer"), serves=(DECOMPOSER_ANALYZE,)),
     # The planner runs what an LLM proposes: it may publish candidates, never verdicts or patches.

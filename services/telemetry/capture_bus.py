@@ -1,6 +1,6 @@
 """NATS adapter of the live capture path (telemetry's side; decisions in capture_admit.py).
 
-On a state event's start edge, each hot kernel with no `<kernel>` key in the `kernels` bucket gets a
+On a state event's start edge (consumed from `events.state.>`, as the planner does), each hot kernel with no `<kernel>` key in the `kernels` bucket gets a
 CaptureRequest on `capture.request.<node>` (the workload SDK there answers, services/kpilot/capture/live.py).
 A CapturedTaskSource on `capture.task.>` is checked, stored content-addressed under
 `<state>/captured/<sha256>.py`, loaded by the toolrunner's sandboxed loader (`tools.load_task`), registered
@@ -12,7 +12,6 @@ announced with its reason; a toolrunner that is down defers the message (shared/
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import msgspec
@@ -30,8 +29,9 @@ from shared.tools.task import TaskManifest
 LOAD_TIMEOUT_S = 180.0
 
 
-async def setup_capture(runtime: ServiceRuntime, root: Path) -> Callable[[StateChangeEvent], Awaitable[None]]:
-    """Starts the `capture.task.>` consumer; returns what the service calls with each event it raised."""
+async def setup_capture(runtime: ServiceRuntime, root: Path) -> None:
+    """Starts the consumers of state events (durable: an event stored is asked for even if this service
+    restarts right after publishing it) and of captured tasks."""
     bus, log = runtime.bus, runtime.log
     kv = await bus.js.key_value("kernels")
     tools = BusToolClient(bus, timeout_s=LOAD_TIMEOUT_S, source=runtime.name, raise_infra=True)
@@ -89,6 +89,7 @@ async def setup_capture(runtime: ServiceRuntime, root: Path) -> Callable[[StateC
         log.info("captured task registered", kernel=msg.kernel, task=manifest.path)
         await announce(msg, task_path=manifest.path)
 
+    # new_only: on its first start the consumer does not ask for the hot kernels of a week of old events.
+    await bus.consume("events.state.>", "telemetry-capture-asks", on_event, StateChangeEvent, new_only=True)
     await bus.consume("capture.task.>", "telemetry-captures", on_captured, CapturedTaskSource,
                       ack_wait_s=300, max_bytes=CAPTURED_TASK_MESSAGE_BYTES)
-    return on_event

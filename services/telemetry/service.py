@@ -28,7 +28,7 @@ from services.telemetry.profile_endpoint import handler as profile_handler
 from services.telemetry.records import RawSample, SamplerUnavailable
 from services.telemetry.sampling import open_sampler, sample_loop
 from services.telemetry.wire import sample_message
-from shared.messages import DeviceSample, LaunchBatch, StateChangeEvent
+from shared.messages import DeviceSample, LaunchBatch
 from shared.service import ServiceRuntime
 from shared.subjects import CAPTURED_DIR, KERNEL_PROFILE, sample_subject, token
 from shared.toolclient import BusToolClient
@@ -59,13 +59,11 @@ async def setup(runtime: ServiceRuntime) -> None:
 
     # The live capture path (capture_bus.py): captured tasks are stored where the toolrunner may read them.
     state = Path(os.environ.get("KPILOT_STATE", ".kpilot")).resolve()
-    ask_capture = await setup_capture(runtime, state / CAPTURED_DIR)
+    await setup_capture(runtime, state / CAPTURED_DIR)
 
     async def on_sample(msg: DeviceSample) -> None:
         for subject, out in pipe.on_sample(msg):
             await outbox.put(subject, out)
-            if isinstance(out, StateChangeEvent):
-                await ask_capture(out)
 
     async def on_launches(batch: LaunchBatch) -> None:
         pipe.add_launches(batch)

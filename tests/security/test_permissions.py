@@ -30,7 +30,8 @@ from shared.subjects import KV_BUCKETS, OBJECT_STORES, SERVICE_NAMES, STREAMS
 ANON = "anonymous"  # no credentials at all: the server's no_auth_user
 USERS = ("admin", *SERVICE_NAMES, "operator", ANON)
 READERS = {  # who reads which stream (consumers, fetch): the services' own, and the operator everything
-    "OPS": set(SERVICE_NAMES), "TELEMETRY": {"telemetry"}, "EVENTS": {"planner", "critic"},  # critic: get only
+    "OPS": set(SERVICE_NAMES), "TELEMETRY": {"telemetry"},
+    "EVENTS": {"planner", "critic", "telemetry"},  # critic: get only; telemetry: live capture asks
     "JOBS": {"planner", "critic"}, "CANDIDATES": {"verifier", "critic"}, "VERDICTS": {"planner", "critic"},
     "PATCHES": {"planner"}, "FAILURES": {"planner"}, "AUDIT": set(), "DLQ": set(),
     "CAPTURE": {"telemetry", "planner"},  # live capture: telemetry asks and registers, the planner opens jobs
