@@ -478,7 +478,8 @@ class DeadLetter(Message, tag="dead_letter"):
 ANY_MESSAGE = (
     Heartbeat | HeartbeatAck | StateVector | StateChangeEvent | OptimizeRequest | CancelRequest | JobUpdate | Candidate
     | Verdict | VerifiedPatch | ProposedPatch | RejectedPatch | Rollback | FailureRecord | ToolRequest | ToolResult
-    | AuditRecord | DeadLetter | DeviceSample | LaunchBatch | CaptureRequest | CapturedTaskSource | CaptureRegistered
+    | AuditRecord | DeadLetter | DeviceSample | LaunchBatch | CaptureRequest | CapturedTaskSource
+    | CaptureRegistered
 )
 """Union of every message type: decode with `decode(data)` when the kind is not known in advance."""
 

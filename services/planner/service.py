@@ -1,6 +1,7 @@
-"""NATS adapter of the planner: triggers in (`optimize.request`, `events.state.>`, `capture.registered.>`), cancels in
-(`optimize.cancel`), verdicts in (`verdicts.>`), candidates and job updates out, job state in the `jobs`
-KV bucket. The loop itself is services/planner/loop.py; on start the saved jobs are resumed (unpublished candidates republished)."""
+"""NATS adapter of the planner: triggers in (`optimize.request`, `events.state.>`, and
+`capture.registered.>`: a hot kernel's task captured live), cancels in (`optimize.cancel`), verdicts in
+(`verdicts.>`), candidates and job updates out, job state in the `jobs` KV bucket. The loop itself is
+services/planner/loop.py; on start the saved jobs are resumed (unpublished candidates republished)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ async def setup(runtime: ServiceRuntime) -> Planner:
         for hot in ev.hot_kernels:
             task = await io.task_for(hot.kernel)
             if task is None:
-                runtime.log.info("hot kernel has no registered task", kernel=hot.kernel, trigger=ev.id)
+                runtime.log.info("hot kernel has no registered task; the job opens when telemetry registers "
+                                 "its live capture", kernel=hot.kernel, trigger=ev.id)
                 continue
             await planner.trigger(kernel=hot.kernel, task_path=task, trigger_id=ev.id, triples=ev.triples)
 

@@ -88,6 +88,6 @@ def store(root: Path, msg: CapturedTaskSource) -> Path:
     path = root / f"{msg.sha256}.py"
     if not path.is_file():
         tmp = root / f".{msg.sha256}.{os.getpid()}.tmp"
-        tmp.write_text(msg.source_text)
+        tmp.write_bytes(msg.source_text.encode())  # the bytes the sha256 is of, whatever the locale
         os.replace(tmp, path)
     return path

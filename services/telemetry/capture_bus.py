@@ -1,7 +1,8 @@
 """NATS adapter of the live capture path (telemetry's side; decisions in capture_admit.py).
 
-On a state event's start edge (consumed from `events.state.>`, as the planner does), each hot kernel with no `<kernel>` key in the `kernels` bucket gets a
-CaptureRequest on `capture.request.<node>` (the workload SDK there answers, services/kpilot/capture/live.py).
+On a state event's start edge (consumed from `events.state.>`, as the planner does), each hot kernel with
+no `<kernel>` key in the `kernels` bucket gets a CaptureRequest on `capture.request.<node>` (the workload
+SDK there answers, services/kpilot/capture/live.py).
 A CapturedTaskSource on `capture.task.>` is checked, stored content-addressed under
 `<state>/captured/<sha256>.py`, loaded by the toolrunner's sandboxed loader (`tools.load_task`), registered
 as `kpilot register` does (`<kernel>` -> {"task_path"}, `task.<kernel>` -> the manifest) and announced as
