@@ -33,6 +33,7 @@ from shared.messages import (
 )
 from shared.service import ServiceRuntime
 from shared.subjects import captured_task_subject, sample_subject
+from shared.toolclient import BusToolClient
 from tests.conftest import BusFactory
 from tests.telemetry.helpers import sample
 from tests.telemetry.test_service_bus import start_service
@@ -126,6 +127,12 @@ async def test_hot_kernel_is_captured_registered_and_its_job_opens(
         manifest = msgspec.json.decode((await kv.get(f"task.{KERNEL}")).value)
         assert manifest["sha256"] == got.sha256 and manifest["kernels"][0]["name"] == KERNEL
         assert "def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK" in Path(reg.task_path).read_text()
+        # The registered task runs: at a tuned block (4 programs -> 2: the grid follows BLOCK), the kernel
+        # matches the captured reference under the interpreter, through the toolrunner on the bus.
+        res = await BusToolClient(op, timeout_s=120).call("run_correctness", {
+            "task_path": reg.task_path, "config": {"BLOCK": 512}, "device": "cpu", "shapes": ["micro"],
+            "seeds": [0]})
+        assert res.ok and res.result is not None and res.result["passed"], res
     finally:
         proc.terminate()
         out, _ = await asyncio.wait_for(proc.communicate(), 30)
