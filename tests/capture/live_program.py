@@ -1,6 +1,6 @@
 """A plain Triton program, not written for kernelpilot: scales a vector in a loop for a bounded time.
 
-    python live_program.py SECONDS
+    python live_program.py SECONDS [DEVICE]
 """
 
 import sys
@@ -25,9 +25,10 @@ def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
     return out
 
 
-deadline = time.monotonic() + float(sys.argv[1])
-x = torch.randn(1000)
-while time.monotonic() < deadline:
-    y = scale(x, 2.0)
-    time.sleep(0.02)  # the rest of the program's step
-print("ok", float(y.sum()))
+if __name__ == "__main__":
+    deadline = time.monotonic() + float(sys.argv[1])
+    x = torch.randn(1000, device=sys.argv[2] if len(sys.argv) > 2 else "cpu")
+    while time.monotonic() < deadline:
+        y = scale(x, 2.0)
+        time.sleep(0.02)  # the rest of the program's step
+    print("ok", float(y.sum()))

@@ -78,6 +78,20 @@ async def _runtime(name: str, make_bus: BusFactory) -> ServiceRuntime:
 async def test_hot_kernel_is_captured_registered_and_its_job_opens(
     make_bus: BusFactory, nats_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    await _live_path("cpu", make_bus, nats_server, tmp_path, monkeypatch)
+
+
+@pytest.mark.gpu
+async def test_live_path_on_the_gpu(
+    make_bus: BusFactory, nats_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same path compiled for the GPU: launches counted by Triton's launch hooks and timed by CUDA
+    events, the capture at the JIT entry, correctness on the device (the samples are still synthetic)."""
+    await _live_path("cuda", make_bus, nats_server, tmp_path, monkeypatch)
+
+
+async def _live_path(device: str, make_bus: BusFactory, nats_server: Any, tmp_path: Path,
+                     monkeypatch: pytest.MonkeyPatch) -> None:
     state = tmp_path / "state"
     monkeypatch.setenv("KPILOT_STATE", str(state))
     monkeypatch.chdir(tmp_path)
@@ -98,9 +112,10 @@ async def test_hot_kernel_is_captured_registered_and_its_job_opens(
     refused = await seen.wait(lambda m: isinstance(m, CaptureRegistered) and m.kernel == "forged_kernel", 30)
     assert "does not match" in refused.error and not refused.task_path
 
-    env = os.environ | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": str(ROOT)}
+    env |= {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
     cmd = [sys.executable, "-m", "services.kpilot.capture.live", "--nats", nats_server.url("operator"),
-           "--node", "n0", "--interval", "0.5", "--sample-fraction", "1", "--", str(PROGRAM), "120"]
+           "--node", "n0", "--interval", "0.5", "--sample-fraction", "1", "--", str(PROGRAM), "120", device]
     proc = await asyncio.create_subprocess_exec(*cmd, cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.STDOUT)
     try:
@@ -128,9 +143,9 @@ async def test_hot_kernel_is_captured_registered_and_its_job_opens(
         assert manifest["sha256"] == got.sha256 and manifest["kernels"][0]["name"] == KERNEL
         assert "def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK" in Path(reg.task_path).read_text()
         # The registered task runs: at a tuned block (4 programs -> 2: the grid follows BLOCK), the kernel
-        # matches the captured reference under the interpreter, through the toolrunner on the bus.
+        # matches the captured reference (on CPU under the interpreter), through the toolrunner on the bus.
         res = await BusToolClient(op, timeout_s=120).call("run_correctness", {
-            "task_path": reg.task_path, "config": {"BLOCK": 512}, "device": "cpu", "shapes": ["micro"],
+            "task_path": reg.task_path, "config": {"BLOCK": 512}, "device": device, "shapes": ["micro"],
             "seeds": [0]})
         assert res.ok and res.result is not None and res.result["passed"], res
     finally:
