@@ -37,6 +37,8 @@ from services.kpilot.stack import down, read_state, up
 from shared.bus import Bus
 from shared.messages import (
     Candidate,
+    CapturedTaskSource,
+    CaptureRegistered,
     DeviceSample,
     Heartbeat,
     JobUpdate,
@@ -74,8 +76,13 @@ def families() -> list[Family]:
                LaunchBatch(source="fuzz", node="fuzz"), cand),
         Family("optimize.request", "operator", ["planner-requests"], ["critic-requests"],
                OptimizeRequest(source="fuzz", task_path="/nonexistent.py"), Heartbeat(source="fuzz")),
-        Family("events.state.fuzz.n.0", "telemetry", ["planner-events", "critic-events"], [],
+        Family("events.state.fuzz.n.0", "telemetry", ["planner-events", "critic-events", "telemetry-capture-asks"],
+               [],
                StateChangeEvent(source="fuzz", event=EVENT, edge="start", node="n", gpu="0", detector="fuzz"), cand),
+        Family("capture.task.fuzz", "operator", ["telemetry-captures"], [],
+               CapturedTaskSource(source="fuzz", kernel="fuzz", node="n", request_id="r"), cand),
+        Family("capture.registered.fuzz", "telemetry", ["planner-captures"], [],
+               CaptureRegistered(source="fuzz", kernel="fuzz", node="n", error="fuzz"), cand),
         Family("verdicts.static.fuzz", "verifier", ["planner-verdicts", "critic-verdicts"], [],
                Verdict(source="fuzz", candidate_id="x", kernel="fuzz", layer="static", status="fail"), cand),
         Family("candidates.fuzz", "planner", ["verifier", "critic-candidates"], [], cand, Heartbeat(source="f")),
@@ -212,7 +219,7 @@ async def run(per_subject: int, n_tools: int, seed: int) -> dict[str, Any]:
             by_label.setdefault(label, Counter())[outcome] += 1
         tools_s = time.monotonic() - t1
         await asyncio.sleep(1.0)  # one health round after the last call
-        rows = await status(url)
+        rows = [r for r in await status(url) if r["kind"] == "service"]  # not the nats-server rows
         st = read_state(state, port)
         restarts = {n: c.restarts for n, c in (st.children if st else {}).items()}
         unhealthy = [r["name"] for r in rows if not r["healthy"]]
@@ -262,7 +269,7 @@ def markdown(r: dict[str, Any]) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--per-subject", type=int, default=64, help="malformed messages per subject (8 subjects)")
+    p.add_argument("--per-subject", type=int, default=64, help="malformed messages per subject (10 subjects)")
     p.add_argument("--tool-calls", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "fuzz.json")

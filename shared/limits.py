@@ -54,3 +54,11 @@ def check(data: bytes, *, max_bytes: int | None = None, max_depth: int = MAX_DEP
     if depth_exceeds(data, max_depth):
         raise LimitExceeded(f"JSON nested deeper than {max_depth} levels; no kernelpilot message nests "
                             f"that deep (send flat records)")
+
+
+# A task captured live travels in one CapturedTaskSource message. The largest hand-written task is 12 KB
+# (benchmarks/tasks/l3_pipeline.py); a captured one also carries the call's saved small/index tensors as
+# base64, e.g. one int64 index of 32,768 elements is 350 KB. 512 KiB keeps the message, JSON-escaped (each
+# newline or quote becomes two bytes), under CAPTURED_TASK_MESSAGE_BYTES and the server's 8 MB max_payload.
+MAX_CAPTURED_TASK_BYTES = 512 << 10
+CAPTURED_TASK_MESSAGE_BYTES = 2 << 20

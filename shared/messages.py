@@ -170,6 +170,58 @@ class LaunchBatch(Message, tag="launch_batch"):
     dropped: int = 0  # timed launches the SDK gave up on since the last batch
 
 
+# ---------------------------------------------------------------- live capture (bring your own kernel)
+#
+# telemetry sees a hot kernel with no registered task -> CaptureRequest on `capture.request.<node>`; the
+# workload SDK on that node captures the kernel's next launch in-process and answers CapturedTaskSource on
+# `capture.task.<kernel>`; telemetry stores it content-addressed, has the toolrunner's sandboxed loader
+# check it, registers it and announces CaptureRegistered on `capture.registered.<kernel>`, on which the
+# planner opens the job. A refusal at any step is a CaptureRegistered with `error` naming the fix.
+
+
+class CaptureRequest(Message, tag="capture_request"):
+    """Asks the workload SDK on `node` for a task of `kernel`; `event_id` is the state event that made it
+    hot (the job's trigger, so the chain walks back to the telemetry sample)."""
+
+    kernel: str
+    node: str
+    gpu: str = ""
+    event_id: str = ""
+    event: str = ""  # the StateEventKind
+    share: float = 0.0  # of timed launch time, when the event was raised
+    triples: list[StateTriple] = []
+
+
+class CapturedTaskSource(Message, tag="captured_task"):
+    """A task file captured in the workload process: its source text and sha256 (telemetry stores it under
+    that name), or `error` saying why none was captured and what to do instead."""
+
+    kernel: str
+    node: str
+    request_id: str
+    event_id: str = ""
+    triples: list[StateTriple] = []
+    sha256: str = ""
+    source_text: str = ""
+    origin: str = ""  # file:line of the @triton.jit def
+    calls: int = 0  # launches recorded while capturing
+    pid: int = 0
+    error: str = ""
+
+
+class CaptureRegistered(Message, tag="capture_registered"):
+    """A captured task that the sandboxed loader accepted and telemetry registered (`kernels` KV), or the
+    reason it was refused (`error`, `task_path` empty)."""
+
+    kernel: str
+    node: str
+    event_id: str = ""
+    triples: list[StateTriple] = []
+    task_path: str = ""
+    sha256: str = ""
+    error: str = ""
+
+
 # ---------------------------------------------------------------- jobs and candidates
 
 Policy = Literal["rules", "llm"]
@@ -426,7 +478,8 @@ class DeadLetter(Message, tag="dead_letter"):
 ANY_MESSAGE = (
     Heartbeat | HeartbeatAck | StateVector | StateChangeEvent | OptimizeRequest | CancelRequest | JobUpdate | Candidate
     | Verdict | VerifiedPatch | ProposedPatch | RejectedPatch | Rollback | FailureRecord | ToolRequest | ToolResult
-    | AuditRecord | DeadLetter | DeviceSample | LaunchBatch
+    | AuditRecord | DeadLetter | DeviceSample | LaunchBatch | CaptureRequest | CapturedTaskSource
+    | CaptureRegistered
 )
 """Union of every message type: decode with `decode(data)` when the kind is not known in advance."""
 

@@ -51,6 +51,21 @@ def launches_subject(node: str) -> str:
     return f"telemetry.launches.{token(node)}"
 
 
+def capture_request_subject(node: str) -> str:
+    """CaptureRequest for the workload SDK on one node (published by telemetry)."""
+    return f"capture.request.{token(node)}"
+
+
+def captured_task_subject(kernel: str) -> str:
+    """CapturedTaskSource: a task captured in a workload process (published by the SDK)."""
+    return f"capture.task.{token(kernel)}"
+
+
+def capture_registered_subject(kernel: str) -> str:
+    """CaptureRegistered: a captured task registered, or refused with the reason (published by telemetry)."""
+    return f"capture.registered.{token(kernel)}"
+
+
 def job_subject(job_id: str) -> str:
     return f"jobs.{job_id}"
 
@@ -105,7 +120,7 @@ class Stream(msgspec.Struct, frozen=True, kw_only=True):
     storage: Literal["file", "memory"] = "file"
     max_age_s: float = 7 * 86400
     duplicate_window_s: float = 120.0  # JetStream de-duplication window for Nats-Msg-Id
-    # 256 MiB per stream keeps all ten under the server's 8 GB file-store cap with room to spare.
+    # 256 MiB per stream keeps all eleven under the server's 8 GB file-store cap with room to spare.
     max_bytes: int = 256 << 20
 
 
@@ -116,6 +131,10 @@ STREAMS: tuple[Stream, ...] = (
     Stream(name="TELEMETRY", subjects=("telemetry.>",), description="state vectors and launch telemetry",
            max_age_s=3600, max_bytes=512 << 20),
     Stream(name="EVENTS", subjects=("events.>",), description="state-change events"),
+    # Capture requests, captured task sources (size-limited, services/telemetry/capture_admit.py) and
+    # registrations: a day is enough to answer a request; the registered task itself lives on disk.
+    Stream(name="CAPTURE", subjects=("capture.>",), description="live capture requests, captured tasks, "
+           "registrations", max_age_s=86400, max_bytes=256 << 20),
     Stream(name="JOBS", subjects=("optimize.request", "optimize.cancel", "jobs.>"),
            description="optimize and cancel requests, job updates"),
     Stream(name="CANDIDATES", subjects=("candidates.>",), description="candidate versions"),
@@ -129,6 +148,9 @@ STREAMS: tuple[Stream, ...] = (
            max_age_s=30 * 86400),
 )
 
+
+# Where telemetry stores captured tasks (`<KPILOT_STATE>/captured/<sha256>.py`) and the toolrunner reads them.
+CAPTURED_DIR = "captured"
 
 TRUST_BUCKET = "trust"
 
@@ -210,15 +232,20 @@ class Role(msgspec.Struct, frozen=True, kw_only=True):
 _ALL_STREAMS = tuple(s.name for s in STREAMS)
 
 ROLES: dict[str, Role] = {
-    "telemetry": Role(publish=("telemetry.>", "events.state.>", "tools.>"), serves=(KERNEL_PROFILE,),
-                      reads=("TELEMETRY",), durables=("TELEMETRY:telemetry-launches-all",
-                                                      "TELEMETRY:telemetry-samples-all")),
+    # Telemetry also runs the live capture path: it asks a workload for a hot kernel's task, stores the
+    # answer, has the toolrunner load it (`tools.load_task`) and registers it like `kpilot register`.
+    "telemetry": Role(publish=("telemetry.>", "events.state.>", "tools.>", "capture.request.>",
+                               "capture.registered.>"), serves=(KERNEL_PROFILE,),
+                      reads=("TELEMETRY", "EVENTS", "CAPTURE"),
+                      durables=("TELEMETRY:telemetry-launches-all", "TELEMETRY:telemetry-samples-all",
+                                "EVENTS:telemetry-capture-asks", "CAPTURE:telemetry-captures"),
+                      kv_read=("kernels",), kv_write=("kernels.*", "kernels.task.>")),
     "decomposer": Role(publish=("tools.>", "audit.decomposer"), serves=(DECOMPOSER_ANALYZE,)),
     # The planner runs what an LLM proposes: it may publish candidates, never verdicts or patches.
     "planner": Role(publish=("jobs.>", "candidates.>", "tools.>", DECOMPOSER_ANALYZE),
-                    reads=("EVENTS", "JOBS", "VERDICTS", "PATCHES", "FAILURES"),
+                    reads=("EVENTS", "JOBS", "VERDICTS", "PATCHES", "FAILURES", "CAPTURE"),
                     durables=("JOBS:planner-requests", "JOBS:planner-cancels", "EVENTS:planner-events",
-                              "VERDICTS:planner-verdicts"),
+                              "VERDICTS:planner-verdicts", "CAPTURE:planner-captures"),
                     kv_read=("jobs", "kernels"), kv_write=("jobs",)),
     "toolrunner": Role(publish=("audit.toolrunner",), serves=("toolrunner.>",),
                        queues=("tools.> toolrunner", "tools.> toolrunner-gpu"),
@@ -236,10 +263,11 @@ ROLES: dict[str, Role] = {
                    kv_read=("kernels",), kv_write=("kernels.verified.>",)),
     # The operator (kpilot CLI and any client that connects without credentials) reads and tails every
     # stream and asks for work: optimize requests, tool and analysis requests, telemetry to replay, the
-    # heartbeat ping, kernel registrations (`<kernel>` and `task.<kernel>` keys of `kernels`). It
+    # heartbeat ping, kernel registrations (`<kernel>` and `task.<kernel>` keys of `kernels`), and, as the
+    # workload SDK connects as operator, launch telemetry and captured tasks (`capture.task.>`). It
     # publishes no verdicts, candidates or patches and answers nothing.
     OPERATOR_NAME: Role(publish=(OPTIMIZE_REQUEST, OPTIMIZE_CANCEL, "tools.>", "toolrunner.>", DECOMPOSER_ANALYZE,
-                                 KERNEL_PROFILE, "telemetry.>", HEARTBEAT_PING, "health.>"),
+                                 KERNEL_PROFILE, "telemetry.>", HEARTBEAT_PING, "health.>", "capture.task.>"),
                         reads=_ALL_STREAMS, kv_read=tuple(b.name for b in KV_BUCKETS),
                         kv_write=("kernels.*", "kernels.task.>"), obj_read=tuple(o.name for o in OBJECT_STORES),
                         subscribe_all=True),

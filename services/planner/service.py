@@ -1,6 +1,7 @@
-"""NATS adapter of the planner: triggers in (`optimize.request`, `events.state.>`), cancels in
-(`optimize.cancel`), verdicts in (`verdicts.>`), candidates and job updates out, job state in the `jobs`
-KV bucket. The loop itself is services/planner/loop.py; on start the saved jobs are resumed (unpublished candidates republished)."""
+"""NATS adapter of the planner: triggers in (`optimize.request`, `events.state.>`, and
+`capture.registered.>`: a hot kernel's task captured live), cancels in (`optimize.cancel`), verdicts in
+(`verdicts.>`), candidates and job updates out, job state in the `jobs` KV bucket. The loop itself is
+services/planner/loop.py; on start the saved jobs are resumed (unpublished candidates republished)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from services.planner.loop import Planner, kernel_of
 from services.planner.policies.llm import policy_from_env
 from services.planner.policies.rules import RulesPolicy
 from shared.bus import BusError
-from shared.messages import CancelRequest, OptimizeRequest, StateChangeEvent, Verdict
+from shared.messages import CancelRequest, CaptureRegistered, OptimizeRequest, StateChangeEvent, Verdict
 from shared.service import ServiceRuntime
 from shared.subjects import OPTIMIZE_CANCEL, OPTIMIZE_REQUEST
 
@@ -54,9 +55,19 @@ async def setup(runtime: ServiceRuntime) -> Planner:
         for hot in ev.hot_kernels:
             task = await io.task_for(hot.kernel)
             if task is None:
-                runtime.log.info("hot kernel has no registered task", kernel=hot.kernel, trigger=ev.id)
+                runtime.log.info("hot kernel has no registered task; the job opens when telemetry registers "
+                                 "its live capture", kernel=hot.kernel, trigger=ev.id)
                 continue
             await planner.trigger(kernel=hot.kernel, task_path=task, trigger_id=ev.id, triples=ev.triples)
+
+    async def on_captured(reg: CaptureRegistered) -> None:
+        # A hot kernel's task captured live (telemetry asked the workload): the job opens on it here, with
+        # the state event that made it hot as the trigger, as if the task had been registered before.
+        if reg.error or not reg.task_path:
+            runtime.log.info("captured task refused", kernel=reg.kernel, error=reg.error)
+            return
+        await planner.trigger(kernel=reg.kernel, task_path=reg.task_path, trigger_id=reg.event_id or reg.id,
+                              triples=reg.triples)
 
     async def on_cancel(req: CancelRequest) -> None:
         if await planner.cancel(req.job_id or "", req.reason) is None:
@@ -76,6 +87,7 @@ async def setup(runtime: ServiceRuntime) -> Planner:
     await bus.consume(OPTIMIZE_REQUEST, "planner-requests", on_request, OptimizeRequest, ack_wait_s=300)
     await bus.consume("events.state.>", "planner-events", on_event, StateChangeEvent, ack_wait_s=300)
     await bus.consume(OPTIMIZE_CANCEL, "planner-cancels", on_cancel, CancelRequest)
+    await bus.consume("capture.registered.>", "planner-captures", on_captured, CaptureRegistered, ack_wait_s=300)
     await bus.consume("verdicts.>", "planner-verdicts", on_verdict, Verdict, ack_wait_s=300)
     runtime.details["tick"] = str(asyncio.create_task(ticker(), name="planner-tick").get_name())
     runtime.details["jobs_resumed"] = str(sum(jobs.is_open(s) for s in planner.jobs.values()))

@@ -14,7 +14,9 @@ working). `metadata` is a LazyDict with "name", "function" and "stream"; when th
 `launch_metadata` callable, Triton merges `fn.launch_metadata(grid, kernel.metadata, arg_dict)` into it on
 `.get()`. `instrument()` installs such a callable to capture the grid, num_warps/num_stages/num_ctas and
 the constexpr values; without it the record carries only the kernel name. Triton's interpreter
-(TRITON_INTERPRET=1) runs kernels without these hooks, so on CPU nothing is recorded.
+(TRITON_INTERPRET=1) runs kernels without these hooks, so there `install()` wraps the interpreter's entry
+(`InterpretedFunction.run`, which every `kernel[grid](...)` reaches) instead; pass `timer=WallClockTimer()`
+to time those launches, which run on the host (their time is the interpreter's, not a GPU's).
 
 Durations: on every `1/sample_fraction`-th launch of a kernel, a CUDA event pair brackets the launch on the
 current stream (Triton launches on torch's current stream); elapsed times are collected at `drain()`
@@ -83,6 +85,33 @@ class CudaEventTimer:
 
     def release(self, token: Any) -> None:
         self._pool.append(token)
+
+
+class WallClockTimer:
+    """Host wall time of a launch: the run time of an interpreted launch (TRITON_INTERPRET=1 runs the
+    kernel in the calling thread). Wrong for a GPU launch, which returns before the kernel ends."""
+
+    def start(self) -> Any:
+        return [time.perf_counter(), None]
+
+    def stop(self, token: Any) -> None:
+        token[1] = time.perf_counter()
+
+    def elapsed_us(self, token: Any) -> float | None:
+        return None if token[1] is None else (token[1] - token[0]) * 1e6
+
+    def release(self, token: Any) -> None:
+        pass
+
+
+class _EntryMeta:
+    """What a launch hook gets, for a launch seen at the interpreter's entry (just the kernel name)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def get(self) -> dict[str, Any]:
+        return {"name": self.name}
 
 
 @dataclass
@@ -159,6 +188,7 @@ class LaunchTelemetry:
         self.dropped = 0  # timed launches given up on (more than MAX_PENDING unfinished)
         self.errors = 0  # hook calls that raised; counted, never propagated into the launch
         self.installed = False
+        self._interp_run: Any = None  # InterpretedFunction.run before install() wrapped it
 
     # -------------------------------------------------------- set-up
 
@@ -185,13 +215,38 @@ class LaunchTelemetry:
             self._timer = CudaEventTimer()
         knobs.runtime.launch_enter_hook.add(self.on_enter)
         knobs.runtime.launch_exit_hook.add(self.on_exit)
+        if knobs.runtime.interpret:
+            self._wrap_interpreter()
         self.installed = True
+
+    def _wrap_interpreter(self) -> None:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        orig = self._interp_run = InterpretedFunction.run
+        tel = self
+
+        def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            if warmup:
+                return orig(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            meta = _EntryMeta(fn.fn.__name__)
+            tel.on_enter(meta)
+            try:
+                return orig(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                tel.on_exit(meta)
+
+        InterpretedFunction.run = run  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
         from triton import knobs
 
         knobs.runtime.launch_enter_hook.remove(self.on_enter)
         knobs.runtime.launch_exit_hook.remove(self.on_exit)
+        if self._interp_run is not None:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            InterpretedFunction.run = self._interp_run  # type: ignore[method-assign]
+            self._interp_run = None
         self.installed = False
 
     def __enter__(self) -> Self:

@@ -3,7 +3,8 @@
 Consumes DeviceSamples on `telemetry.samples.<shard>.>` (its own sampler's, `kpilot replay`'s) and
 LaunchBatches on `telemetry.launches.<shard>` (the workload SDK's); publishes a StateVector per sample on
 `telemetry.state.<node>.<gpu>` and StateChangeEvents on `events.state.<kind>.<node>.<gpu>`; answers
-`profile.kernel` with one kernel's ncu counters (profile_endpoint.py, via `tools.ncu_profile`). The
+`profile.kernel` with one kernel's ncu counters (profile_endpoint.py, via `tools.ncu_profile`); asks the
+workload for a hot kernel with no task and registers the captured task (capture_bus.py). The
 device sampler (NVML, or dcgm-exporter with --dcgm) publishes onto the samples subject, so what the
 detectors see is exactly what `kpilot record` records. Sharding: one instance per node set, `--shard NODE` (see
 benchmarks/bench_telemetry.py, "Sharding"); all instances of one shard would split a GPU's samples.
@@ -15,9 +16,12 @@ import argparse
 import asyncio
 import gc
 import itertools
+import os
+from pathlib import Path
 
 import msgspec
 
+from services.telemetry.capture_bus import setup_capture
 from services.telemetry.outbox import Outbox
 from services.telemetry.pipeline import Pipeline
 from services.telemetry.profile_endpoint import handler as profile_handler
@@ -26,7 +30,7 @@ from services.telemetry.sampling import open_sampler, sample_loop
 from services.telemetry.wire import sample_message
 from shared.messages import DeviceSample, LaunchBatch
 from shared.service import ServiceRuntime
-from shared.subjects import KERNEL_PROFILE, sample_subject, token
+from shared.subjects import CAPTURED_DIR, KERNEL_PROFILE, sample_subject, token
 from shared.toolclient import BusToolClient
 
 
@@ -52,6 +56,10 @@ async def setup(runtime: ServiceRuntime) -> None:
     except SamplerUnavailable as e:  # --sampler nvml asked for a GPU that is not there
         raise SystemExit(f"telemetry: {e}") from None
     runtime.details.update(role="telemetry", sampler=how, period_s=f"{period:g}", shard=shard)
+
+    # The live capture path (capture_bus.py): captured tasks are stored where the toolrunner may read them.
+    state = Path(os.environ.get("KPILOT_STATE", ".kpilot")).resolve()
+    await setup_capture(runtime, state / CAPTURED_DIR)
 
     async def on_sample(msg: DeviceSample) -> None:
         for subject, out in pipe.on_sample(msg):

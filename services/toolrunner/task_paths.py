@@ -2,7 +2,7 @@
 
 A path argument must be short enough to be a path, name a regular file (not /dev/zero, a fifo or a
 directory) of bounded size, and, for requests from the bus, lie under an allowed root: the repo's
-`examples/` and `benchmarks/tasks/`, the stack's candidate store and artifact store, and roots the
+`examples/` and `benchmarks/tasks/`, the stack's candidate store, artifact store and captured tasks, and roots the
 operator added (KPILOT_TASK_ROOTS). Every refusal says what to pass instead.
 """
 
@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
+
+from shared.subjects import CAPTURED_DIR
 
 MAX_PATH_CHARS = 4096  # Linux PATH_MAX
 # The largest task in the repo is 12 KB (benchmarks/tasks/l3_pipeline.py); a cubin of a big kernel ~2 MB.
@@ -36,7 +38,7 @@ class TaskRoots(msgspec.Struct, frozen=True):
     def for_stack(cls, state: Path, extra: Sequence[str | Path] = ()) -> TaskRoots:
         repo = Path(__file__).resolve().parents[2]
         dirs = [repo / "examples", repo / "benchmarks" / "tasks", state / "candidates", state / "toolrunner",
-                *map(Path, extra)]
+                state / CAPTURED_DIR, *map(Path, extra)]
         return cls(tuple(dict.fromkeys(os.path.realpath(d) for d in dirs)))
 
     def holds(self, real: str) -> bool:

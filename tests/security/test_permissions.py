@@ -30,10 +30,12 @@ from shared.subjects import KV_BUCKETS, OBJECT_STORES, SERVICE_NAMES, STREAMS
 ANON = "anonymous"  # no credentials at all: the server's no_auth_user
 USERS = ("admin", *SERVICE_NAMES, "operator", ANON)
 READERS = {  # who reads which stream (consumers, fetch): the services' own, and the operator everything
-    "OPS": set(SERVICE_NAMES), "TELEMETRY": {"telemetry"}, "EVENTS": {"planner", "critic"},  # critic: get only
+    "OPS": set(SERVICE_NAMES), "TELEMETRY": {"telemetry"},
+    "EVENTS": {"planner", "critic", "telemetry"},  # critic: get only; telemetry: live capture asks
     "JOBS": {"planner", "critic"}, "CANDIDATES": {"verifier", "critic"}, "VERDICTS": {"planner", "critic"},
     "PATCHES": {"planner"}, "FAILURES": {"planner"}, "AUDIT": set(), "DLQ": set(),
-    "KV_jobs": {"planner"}, "KV_kernels": {"planner", "critic"}, "KV_trust": set(SERVICE_NAMES),
+    "CAPTURE": {"telemetry", "planner"},  # live capture: telemetry asks and registers, the planner opens jobs
+    "KV_jobs": {"planner"}, "KV_kernels": {"planner", "critic", "telemetry"}, "KV_trust": set(SERVICE_NAMES),
     "OBJ_artifacts": {"toolrunner"},
 }
 PUBLISHERS = {  # subject -> who may store a message there
@@ -43,10 +45,14 @@ PUBLISHERS = {  # subject -> who may store a message there
     "telemetry.state.n.g": {"telemetry", "operator", ANON},  # the operator replays recorded traces
     "optimize.request": {"operator", ANON}, "ops.heartbeat.ping": {"operator", ANON},
     "audit.toolrunner": {"toolrunner"}, "audit.decomposer": {"decomposer"},
+    # Live capture: telemetry asks a workload and announces registrations; the workload (the SDK connects
+    # as operator) answers with the captured task. The planner, which runs LLM output, may do neither.
+    "capture.request.n": {"telemetry"}, "capture.registered.k": {"telemetry"},
+    "capture.task.k": {"operator", ANON},
 }
 KV_WRITERS = {  # bucket.key -> who may put or delete it
-    "jobs.j1": {"planner"}, "kernels.verified.k": {"critic"}, "kernels.task.k": {"operator", ANON},
-    "kernels.k": {"operator", ANON}, "trust.critic": set(),
+    "jobs.j1": {"planner"}, "kernels.verified.k": {"critic"}, "kernels.task.k": {"operator", ANON, "telemetry"},
+    "kernels.k": {"operator", ANON, "telemetry"}, "trust.critic": set(),  # telemetry: captured tasks
 }
 ALL_STREAMS = (*(s.name for s in STREAMS), *(f"KV_{b.name}" for b in KV_BUCKETS),
                *(f"OBJ_{o.name}" for o in OBJECT_STORES))

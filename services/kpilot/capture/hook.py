@@ -8,7 +8,8 @@ reaches. `Autotuner.run` is wrapped too, to keep its config list; its benchmark 
 
 Per kernel and argument signature (a "variant") it keeps: the first launch's arguments (tensor
 shape/stride/dtype/device, scalars, constexprs), launch options, the evaluated grid, which tensors the
-launch wrote (compared with a copy taken before the first launch), the values of integer tensors and
+launch wrote (compared with a copy taken before the first launch; a float tensor left bit-identical is
+probed by one more launch on copies, see _written_on_probe), the values of integer tensors and
 small tensors (saved as .pt, size-limited), call counts, elements moved and GPU time from CUDA events
 (the first launch of a variant is not timed: it includes the compile).
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 import atexit
 import inspect
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,29 @@ _STATE = _State()
 _KERNELS: dict[int, _Kernel] = {}
 _OUT: list[Path] = []
 _COMMAND: list[str] = []
+# Called with (kernel name, calls of the variant so far) after each recorded launch has returned: the live
+# path (services/telemetry/sdk_capture.py) waits on it instead of polling for the kernel it was asked for.
+_LISTENERS: list[Callable[[str, int], None]] = []
+
+
+def add_listener(fn: Callable[[str, int], None]) -> None:
+    _LISTENERS.append(fn)
+
+
+def remove_listener(fn: Callable[[str, int], None]) -> None:
+    if fn in _LISTENERS:
+        _LISTENERS.remove(fn)
+
+
+LISTENER_ERRORS = [0]  # listener calls that raised: counted, never propagated into the launch
+
+
+def _notify(name: str, calls: int) -> None:
+    for fn in _LISTENERS[:]:  # a copy: a listener may remove itself
+        try:
+            fn(name, calls)
+        except Exception:  # noqa: BLE001 - a listener must never break the workload's launch
+            LISTENER_ERRORS[0] += 1
 
 
 def _is_constexpr(annotation: Any) -> bool:
@@ -142,7 +166,32 @@ def _grid(grid: Any, meta: dict[str, Any]) -> list[int]:
     return [int(x) for x in g] + [1] * (3 - len(g))
 
 
-def _first_launch(st: _Kernel, var: Variant, arguments: dict[str, Any], launch: Any) -> Any:
+def _same(a: Any, b: Any) -> bool:
+    import torch
+
+    if not (a.is_floating_point() or a.is_complex()):
+        return bool(torch.equal(a, b))
+    return bool(torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True))
+
+
+def _written_on_probe(name: str, tensors: dict[str, Any], before: dict[str, Any], launch_with: Any) -> bool:
+    """Whether the kernel writes float tensor `name`, when the real launch left it bit-identical: the
+    program may hand it a buffer that already holds the result (a freed output reused by the allocator, the
+    same call repeated in a loop), so the launch is run once more on copies of every tensor, `name`'s filled
+    with random values: a tensor the kernel only reads keeps them, one it writes (or updates) does not."""
+    import torch
+
+    if any(n not in before or before[n].stride() != t.stride() for n, t in tensors.items()):
+        return False  # a copy with another layout (overlapping strides) would mislead the kernel: no probe
+    subs = {id(t): before[n].clone() for n, t in tensors.items()}
+    probe = subs[id(tensors[name])]
+    probe.copy_(torch.randn(probe.shape, dtype=torch.float32, device=probe.device).to(probe.dtype))
+    seed = probe.clone()
+    launch_with(subs)
+    return not _same(seed, probe)
+
+
+def _first_launch(st: _Kernel, var: Variant, arguments: dict[str, Any], launch: Any, launch_with: Any) -> Any:
     """Runs the first launch of a variant with copies of its tensors around it."""
     import torch
 
@@ -162,12 +211,9 @@ def _first_launch(st: _Kernel, var: Variant, arguments: dict[str, Any], launch: 
             continue
         t, pre = tensors[s.name], before.get(s.name)
         if pre is not None:
-            same = (
-                torch.equal(pre, t)
-                if not (pre.is_floating_point() or pre.is_complex())
-                else bool(torch.allclose(pre, t, rtol=0.0, atol=0.0, equal_nan=True))
-            )
-            s.written = not same
+            s.written = not _same(pre, t)
+            if not s.written and not s.alias_of and t.is_floating_point() and t.numel():
+                s.written = _written_on_probe(s.name, tensors, before, launch_with)
         integer = not (t.is_floating_point() or t.is_complex())
         small = not s.written and t.numel() <= SAVE_SMALL_ELEMENTS  # an output's old values do not matter
         if pre is not None and (small or (integer and t.numel() <= SAVE_INT_ELEMENTS)):
@@ -198,6 +244,11 @@ def _launch(kernel: Any, orig: Any, args: tuple, grid: Any, kwargs: dict[str, An
     def launch() -> Any:
         return orig(kernel, *args, grid=grid, warmup=False, **kwargs)
 
+    def launch_with(subs: dict[int, Any]) -> Any:  # the same launch on other tensors (by identity)
+        a = tuple(subs.get(id(v), v) for v in args)
+        kw = {k: subs.get(id(v), v) for k, v in kwargs.items()}
+        return orig(kernel, *a, grid=grid, warmup=False, **kw)
+
     var = st.variants.get(key)
     if var is None:
         spec = Variant(
@@ -207,13 +258,16 @@ def _launch(kernel: Any, orig: Any, args: tuple, grid: Any, kwargs: dict[str, An
             elements=sum(t.numel() for t in tensors),
         )
         st.variants[key] = _Variant(spec)
-        result = _first_launch(st, spec, arguments, launch)
+        result = _first_launch(st, spec, arguments, launch, launch_with)
         spec.calls = 1
+        _notify(rec.name, 1)
         return result
     var.spec.calls += 1
     timed = not triton.knobs.runtime.interpret and tensors and tensors[0].is_cuda
     if not timed:
-        return launch()
+        result = launch()
+        _notify(rec.name, var.spec.calls)
+        return result
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     result = launch()
@@ -221,6 +275,7 @@ def _launch(kernel: Any, orig: Any, args: tuple, grid: Any, kwargs: dict[str, An
     var.events.append((start, end))
     if len(var.events) >= FOLD_EVENTS:
         var.fold()
+    _notify(rec.name, var.spec.calls)
     return result
 
 
@@ -281,13 +336,13 @@ def dump() -> Path:
 
     gpu = False
     kernels = []
-    for st in _KERNELS.values():
+    for st in list(_KERNELS.values()):  # a copy: the program may still launch in another thread
         try:
             st.record.source = collect(st.kernel)
         except (OSError, TypeError, StopIteration, SyntaxError) as e:
             st.record.source.problems.append(f"source not found: {e}")
         st.record.variants = []
-        for v in st.variants.values():
+        for v in list(st.variants.values()):
             v.fold()
             if v.timed:
                 gpu = True
@@ -320,6 +375,11 @@ def install(out_dir: str, command: list[str], *, at_exit: bool = True) -> None:
     _wrap_autotuner()
     if at_exit:
         atexit.register(dump)
+
+
+def installed() -> bool:
+    """Whether the hook is in place (one capture at a time per process)."""
+    return bool(_ORIGINALS)
 
 
 def uninstall() -> None:

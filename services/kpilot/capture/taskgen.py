@@ -252,7 +252,9 @@ _REF = _ref_{rec.name}
     return []
 
 
-def write_tasks(raw: Path, out: Path, top: int, min_share: float) -> CaptureReport:
+def write_tasks(raw: Path, out: Path, top: int, min_share: float, only: str = "") -> CaptureReport:
+    """Task files for the `top` hottest kernels at `min_share` or more; with `only`, for that kernel alone
+    (the live path asks for one kernel by name, whatever else the program launched meanwhile)."""
     cap = msgspec.json.decode(raw.read_bytes(), type=Capture)
     measured = cap.timing == "cuda events"
     weights = {r.name + r.file: sum(_weight(v, measured) for v in r.variants) for r in cap.kernels}
@@ -264,7 +266,7 @@ def write_tasks(raw: Path, out: Path, top: int, min_share: float) -> CaptureRepo
         task, problems = "", []
         if not rec.variants:
             problems = ["no launch of it completed (the program failed in it, or only autotuned it)"]
-        elif i < top and share >= min_share:
+        elif (rec.name == only) if only else (i < top and share >= min_share):
             path = out / f"{re.sub(r'[^A-Za-z0-9_]', '_', rec.name)}_task.py"
             problems = write_task(rec, _hottest_variant(rec, measured), path, raw.parent)
             task = "" if problems else str(path)
