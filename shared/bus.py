@@ -298,6 +298,70 @@ class _InProgress:
                     await raw.in_progress()
 
 
+NO_RESPONDERS_STATUS = "503"  # the server's status for a request (or publish) nobody takes
+_LOST, _RECONNECTED, _EXPIRED = object(), object(), object()  # why a request's wait ended without a reply
+
+
+class _Replies:
+    """The bus's request/reply inbox: one subscription, each request a numbered token under it and a
+    future that its reply (or the server's no-responders status) resolves. nats-py's `request` wraps
+    the same in `wait_for`; here the caller awaits the future itself, so a reply reaches it one loop
+    turn sooner, and the bus needs no task around the request to also watch reconnects and liveness."""
+
+    def __init__(self, nc: Client) -> None:
+        self.nc = nc
+        self.prefix = ""
+        self.pending: dict[str, asyncio.Future[object]] = {}
+        self.seq = itertools.count(1)
+
+    async def send(self, subject: str, data: bytes, headers: dict[str, str] | None) -> tuple[str, asyncio.Future[object]]:
+        if not self.prefix:
+            prefix = self.nc.new_inbox() + "."
+            await self.nc.subscribe(prefix + "*", cb=self._on_reply)
+            self.prefix = prefix
+        token = str(next(self.seq))
+        answer: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.pending[token] = answer
+        try:
+            await self.nc.publish(subject, data, reply=self.prefix + token, headers=headers)
+        except BaseException:
+            self.pending.pop(token, None)
+            raise
+        return token, answer
+
+    def forget(self, token: str) -> None:
+        self.pending.pop(token, None)
+
+    async def _on_reply(self, msg: Msg) -> None:
+        answer = self.pending.pop(msg.subject[len(self.prefix):], None)
+        if answer is not None and not answer.done():
+            answer.set_result(msg)
+
+
+class _Ends:
+    """Callbacks that end one request's wait with a marker (unless its reply came first)."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: asyncio.Future[object]) -> None:
+        self.answer = answer
+
+    def _end(self, why: object) -> None:
+        if not self.answer.done():
+            self.answer.set_result(why)
+
+    def reconnected(self, f: asyncio.Future[None]) -> None:
+        if not f.cancelled():
+            self._end(_RECONNECTED)
+
+    def lost(self, f: asyncio.Future[str]) -> None:
+        if not f.cancelled():
+            self._end(_LOST)
+
+    def expired(self) -> None:
+        self._end(_EXPIRED)
+
+
 class _StreamAck(msgspec.Struct):
     """A JetStream publish ack as the server sends it (PubAck's fields, or an API error)."""
 
@@ -333,7 +397,7 @@ class _Pipeline:
         self.room.set()
         self._started = False
 
-    async def publish(self, subject: str, data: bytes, headers: dict[str, str]) -> asyncio.Future[PubAck]:
+    async def publish(self, subject: str, data: bytes, headers: dict[str, str]) -> tuple[str, asyncio.Future[PubAck]]:
         if not self._started:
             self.prefix = self.nc.new_inbox() + "."
             await self.nc.subscribe(self.prefix + "*", cb=self._on_ack)
@@ -350,7 +414,14 @@ class _Pipeline:
         except BaseException:
             self._settled(token)
             raise
-        return future
+        return token, future
+
+    def expire(self, token: str, what: str) -> None:
+        """No ack came for `token` in time: fail its future (a publish the server dropped: permissions)."""
+        future = self._settled(token)
+        if future is not None and not future.done():
+            future.set_exception(BusError(f"{what} not acknowledged in time (is this service allowed to "
+                                          f"publish there? see shared/subjects.py permissions)"))
 
     def _settled(self, token: str) -> asyncio.Future[PubAck] | None:
         future = self.pending.pop(token, None)
@@ -364,7 +435,7 @@ class _Pipeline:
         future = self._settled(msg.subject[len(self.prefix):])
         if future is None or future.done():
             return
-        if msg.headers and msg.headers.get("Status") == "503":  # no stream captures the subject
+        if msg.headers and msg.headers.get("Status") == NO_RESPONDERS_STATUS:  # no stream captures the subject
             future.set_exception(nats.js.errors.NoStreamResponseError())
             return
         try:
@@ -402,6 +473,7 @@ class Bus:
         self._ack_prefix = ""
         self._ack_seq = itertools.count(1)
         self._pipeline = _Pipeline(nc)
+        self._replies = _Replies(nc)
         self.dead: dict[str, str] = {}  # consumer -> why its loop is dead (health is unhealthy then)
         self.on_fatal: Callable[[str], None] | None = None  # the service runtime ends the process
 
@@ -468,9 +540,25 @@ class Bus:
 
         Await the returned future (or `flush_pipelined`) before counting the message as stored.
         """
-        future = await self._pipeline.publish(subject, encode(msg), {"Nats-Msg-Id": msg.id})
+        _, future = await self._pipeline.publish(subject, encode(msg), {"Nats-Msg-Id": msg.id})
         metrics.on_published(self.service, msg)
         return future
+
+    async def publish_checked_later(self, subject: str, msg: Message, *, timeout_s: float = 5.0) -> None:
+        """Durable publish whose ack is checked off the caller's path (an endpoint's audit record): the
+        message is buffered now, so it leaves in the same write as what was buffered before it (the
+        reply), and a refusal, or no ack within `timeout_s`, is logged as an error with the message id."""
+        token, future = await self._pipeline.publish(subject, encode(msg), {"Nats-Msg-Id": msg.id})
+        metrics.on_published(self.service, msg)
+        timer = asyncio.get_running_loop().call_later(timeout_s, self._pipeline.expire, token,
+                                                      f"publish to {subject!r}")
+
+        def _checked(f: asyncio.Future[PubAck]) -> None:
+            timer.cancel()
+            if not f.cancelled() and (e := f.exception()) is not None:
+                self.log.error("publish not stored", subject=subject, message_id=msg.id, error=_describe(e))
+
+        future.add_done_callback(_checked)
 
     async def flush_pipelined(self) -> None:
         """Wait until every pipelined publish of this bus has its ack (or its error)."""
@@ -491,38 +579,40 @@ class Bus:
             watch = _Watch(self.nc, responder) if responder else None
             headers = {ACK_TO_HEADER: await self._ack_inbox(watch)} if watch else None
             reconnected = self._reconnect_future()
-            pending = asyncio.ensure_future(self.nc.request(
-                subject, data, timeout=max(deadline - time.monotonic(), 0.001), headers=headers))
-            waits: set[asyncio.Future[object]] = {pending, reconnected}  # type: ignore[arg-type]
+            # One future ends the wait, whichever comes first: the reply, the deadline, a reconnect or the
+            # responder's death (the last three as markers); no task, no wait_for around it.
+            token, answer = await self._replies.send(subject, data, headers)
+            ends = _Ends(answer)
+            reconnected.add_done_callback(ends.reconnected)
             if watch:
-                waits.add(watch.lost)  # type: ignore[arg-type]
+                watch.lost.add_done_callback(ends.lost)
+            timer = asyncio.get_running_loop().call_later(max(deadline - time.monotonic(), 0.001), ends.expired)
             try:
-                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                got = await answer
             finally:  # also when our caller is cancelled
-                dropped = not pending.done()
-                if dropped:
-                    pending.cancel()
+                timer.cancel()
+                self._replies.forget(token)
+                reconnected.remove_done_callback(ends.reconnected)
                 gone = watch is not None and watch.lost.done() and not watch.lost.cancelled()
                 reason = watch.lost.result() if gone else ""  # type: ignore[union-attr]
                 if watch:
                     watch.stop()
                     self._acks.pop(headers[ACK_TO_HEADER], None)  # type: ignore[index]
-            if dropped and gone and not reconnected.done():
+            if got is _LOST and not reconnected.done():
                 raise ResponderLost(f"{subject}: {reason}")
-            if dropped:  # the connection dropped and came back while we waited: the reply may be lost
+            if got is _LOST or got is _RECONNECTED:  # the connection dropped and came back: the reply may be lost
                 self.log.info("request resent after a reconnect", subject=subject, message_id=msg.id)
                 continue
-            try:
-                reply = pending.result()
-            except nats.errors.NoRespondersError as e:
+            if got is _EXPIRED:
+                raise RequestTimeout(f"no reply on {subject!r} within {timeout_s:g} s")
+            reply: Msg = got  # type: ignore[assignment]
+            if reply.headers and reply.headers.get("Status") == NO_RESPONDERS_STATUS:
                 now = time.monotonic()
                 if now - self.reconnected_at < _RECONNECT_SETTLE_S and deadline - now > 0.25:
                     await asyncio.sleep(0.25)  # the responder has not re-subscribed yet
                     continue
                 raise NoResponders(f"no service answers on {subject!r}. Fix: start it (`kpilot up`, or "
-                                   f"`python -m services.<name> --nats URL`).") from e
-            except nats.errors.TimeoutError as e:
-                raise RequestTimeout(f"no reply on {subject!r} within {timeout_s:g} s") from e
+                                   f"`python -m services.<name> --nats URL`).")
             if reply.headers and reply.headers.get(SERVICE_ERROR_HEADER):
                 raise ServiceFailed(f"{subject} answered with error {reply.headers.get(SERVICE_ERROR_CODE_HEADER)}: "
                                     f"{reply.headers.get(SERVICE_ERROR_HEADER)}")

@@ -116,20 +116,6 @@ class ServiceRuntime:
                            **ping.caused())
         await self.bus.publish(f"{HEARTBEAT_ACK}.{self.name}", ack)
 
-    def after_reply(self, coro: Coroutine[Any, Any, object], what: str) -> None:
-        """Run `coro` (an endpoint's follow-up: its audit record) in its own task, so the reply is written
-        without waiting for it; a failure is logged, as one in the handler is, and a stop cancels it with
-        the endpoint tasks."""
-        task = asyncio.create_task(coro, name=what)
-        self._inflight.add(task)  # type: ignore[arg-type]
-
-        def _done(t: asyncio.Task[object]) -> None:
-            self._inflight.discard(t)  # type: ignore[arg-type]
-            if not t.cancelled() and (e := t.exception()) is not None:
-                self.log.error("follow-up of a request failed", task=what, error=f"{type(e).__name__}: {e}"[:500])
-
-        task.add_done_callback(_done)
-
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         """Run a background task of the service (a timer loop); it is cancelled when the bus closes. A
         task that ends with an exception, or is cancelled while the service runs, ends the service."""
