@@ -315,10 +315,13 @@ class _Replies:
         self.seq = itertools.count(1)
 
     async def send(self, subject: str, data: bytes, headers: dict[str, str] | None) -> tuple[str, asyncio.Future[object]]:
-        if not self.prefix:
-            prefix = self.nc.new_inbox() + "."
-            await self.nc.subscribe(prefix + "*", cb=self._on_reply)
-            self.prefix = prefix
+        if not self.prefix:  # set before the await: a concurrent first request makes no second subscription
+            self.prefix = self.nc.new_inbox() + "."
+            try:
+                await self.nc.subscribe(self.prefix + "*", cb=self._on_reply)
+            except BaseException:
+                self.prefix = ""
+                raise
         token = str(next(self.seq))
         answer: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.pending[token] = answer
@@ -398,10 +401,13 @@ class _Pipeline:
         self._started = False
 
     async def publish(self, subject: str, data: bytes, headers: dict[str, str]) -> tuple[str, asyncio.Future[PubAck]]:
-        if not self._started:
-            self.prefix = self.nc.new_inbox() + "."
-            await self.nc.subscribe(self.prefix + "*", cb=self._on_ack)
-            self._started = True
+        if not self._started:  # set before the await: a concurrent first publish makes no second subscription
+            self._started, self.prefix = True, self.nc.new_inbox() + "."
+            try:
+                await self.nc.subscribe(self.prefix + "*", cb=self._on_ack)
+            except BaseException:
+                self._started = False
+                raise
         while len(self.pending) >= _PIPELINE_MAX_PENDING:
             self.room.clear()
             await self.room.wait()
