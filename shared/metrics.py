@@ -146,28 +146,28 @@ def on_published(service: str, msg: Message) -> None:
         _latest_state[(service, msg.node, msg.gpu)] = msg  # type: ignore[attr-defined]
     elif isinstance(msg, JobUpdate):
         _job_state(service, msg.job_id or msg.id, msg.status)
-        JOB_UPDATES.labels(service, msg.status).inc()
+        _child(JOB_UPDATES, service, msg.status).inc()
     elif isinstance(msg, Candidate):
-        CANDIDATES_PROPOSED.labels(service).inc()
+        _child(CANDIDATES_PROPOSED, service).inc()
     elif isinstance(msg, Verdict):
-        CANDIDATES.labels(service, msg.layer, msg.status).inc()
-        GPU_SECONDS.labels(service, msg.layer).inc(msg.gpu_seconds)
+        _child(CANDIDATES, service, msg.layer, msg.status).inc()
+        _child(GPU_SECONDS, service, msg.layer).inc(msg.gpu_seconds)
         if msg.status != "skipped":
-            LAYER_SECONDS.labels(service, msg.layer).observe(msg.wall_s)
+            _child(LAYER_SECONDS, service, msg.layer).observe(msg.wall_s)
     elif isinstance(msg, VerifiedPatch):
-        PATCHES.labels(service, "verified").inc()
+        _child(PATCHES, service, "verified").inc()
     elif isinstance(msg, ProposedPatch):  # correct, its speed not measured on the GPU
-        PATCHES.labels(service, "proposed").inc()
+        _child(PATCHES, service, "proposed").inc()
     elif isinstance(msg, RejectedPatch):
-        PATCHES.labels(service, "rejected").inc()
+        _child(PATCHES, service, "rejected").inc()
     elif isinstance(msg, Rollback):
-        PATCHES.labels(service, "rollback").inc()
+        _child(PATCHES, service, "rollback").inc()
     elif isinstance(msg, AuditRecord) and msg.actor:
         outcome = "ok" if msg.outcome.startswith("ok") else msg.outcome
-        TOOL_CALLS.labels(service, msg.action, outcome).inc()
-        TOOL_SECONDS.labels(service, msg.action).observe(msg.duration_s)
+        _child(TOOL_CALLS, service, msg.action, outcome).inc()
+        _child(TOOL_SECONDS, service, msg.action).observe(msg.duration_s)
     elif isinstance(msg, StateChangeEvent):
-        STATE_EVENTS.labels(service, msg.event, msg.edge).inc()
+        _child(STATE_EVENTS, service, msg.event, msg.edge).inc()
     elif isinstance(msg, StateVector):  # read at scrape time (GpuStateCollector): no work per message
         _latest_state[(service, msg.node, msg.gpu)] = msg
 

@@ -186,16 +186,25 @@ class ServiceRuntime:
                 await answer_error(req, "internal", f"{name} failed: {type(e).__name__}: {str(e)[:500]}")
 
         async def entry(req: Request) -> None:
-            if concurrent:  # the task first: a quick answer (a cache hit) then leaves in one write with the ack
-                task = asyncio.create_task(guarded(req), name=f"endpoint:{name}")
-                self._inflight.add(task)
-                task.add_done_callback(self._inflight.discard)
             ack_to = (req.headers or {}).get(ACK_TO_HEADER)
-            if ack_to:
-                with contextlib.suppress(Exception):
-                    await self.bus.nc.publish(ack_to, ack)  # buffered now, ahead of the task's reply
             if not concurrent:
+                if ack_to:
+                    with contextlib.suppress(Exception):
+                        await self.bus.nc.publish(ack_to, ack)
                 await guarded(req)
+                return
+            task = asyncio.create_task(guarded(req), name=f"endpoint:{name}")
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+            if ack_to:
+                # The task's first step runs before this one resumes: a quick answer (a cache hit) is then
+                # buffered already and leaves in the same write the ack would, so the ack (a message the
+                # caller must read and a watch it must arm) is left out. Work that is still running is
+                # acknowledged, and the caller watches this instance.
+                await asyncio.sleep(0)
+                if not task.done():
+                    with contextlib.suppress(Exception):
+                        await self.bus.nc.publish(ack_to, ack)
 
         await self.micro.add_endpoint(name=name, subject=subject, handler=metrics.timed_endpoint(self.name, name, entry),
                                       queue_group=queue_group or self.name)

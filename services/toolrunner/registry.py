@@ -66,12 +66,39 @@ def cache_key(spec: ToolSpec, args: dict[str, Any]) -> str:
     h.update(json.dumps(args, sort_keys=True, default=str).encode())
     for value in _strings(args):
         try:
-            if len(value) < MAX_PATH_CHARS and os.path.isfile(value):
-                with open(value, "rb") as fh:  # streamed: a large file costs time, never memory
-                    h.update(hashlib.file_digest(fh, "sha256").digest())
+            if len(value) < MAX_PATH_CHARS and (digest := file_sha256(value)) is not None:
+                h.update(digest)
         except (OSError, ValueError):
             h.update(b"\0unreadable")
     return h.hexdigest()
+
+
+# path -> (its stat signature, its sha256) of files hashed here; a repeated call (a cache hit) stats its
+# files instead of reading them again.
+_DIGESTS: dict[str, tuple[tuple[int, ...], bytes]] = {}
+_DIGESTS_MAX = 4096
+# File times come from a coarse kernel clock: two writes within one tick can leave the same mtime and
+# size. A file changed this recently is hashed on every call until it is older (git's "racy" rule).
+_RACY_NS = 2_000_000_000
+
+
+def file_sha256(path: str) -> bytes | None:
+    """The sha256 of the regular file at `path` (None if it is not one; OSError if unreadable), read
+    again only when its stat signature (device, inode, size, mtime, ctime) has changed."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _DIGESTS.get(path)
+    if known is not None and known[0] == sig:
+        return known[1]
+    with open(path, "rb") as fh:  # streamed: a large file costs time, never memory
+        digest = hashlib.file_digest(fh, "sha256").digest()
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+        if len(_DIGESTS) >= _DIGESTS_MAX:
+            _DIGESTS.clear()
+        _DIGESTS[path] = (sig, digest)
+    return digest
 
 
 def _file_bytes(args: dict[str, Any]) -> int:

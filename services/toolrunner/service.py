@@ -68,9 +68,11 @@ async def setup(runtime: ServiceRuntime) -> None:
             # before the reply: a caller may fetch the artifacts the result names as soon as it has it
             await artifacts.mirror(result.result)
         await req.respond(encode(result))
+        # The audit record goes out in the reply's write, its ack checked by the bus off this path: a cache
+        # hit's task then ends in one step and the caller gets no ack to read (shared/service.py).
         args_hash = hashlib.sha256(msgspec.json.encode(tool_req.args)).hexdigest()
         outcome = "ok" + (" (cached)" if result.cached else "") if result.ok else result.error.code  # type: ignore[union-attr]
-        await runtime.bus.publish(audit_subject("toolrunner"), AuditRecord(
+        await runtime.bus.publish_checked_later(audit_subject("toolrunner"), AuditRecord(
             source="toolrunner", actor=tool_req.source, action=name, args_sha256=args_hash,
             duration_s=result.duration_s, outcome=outcome, **tool_req.caused()))
 

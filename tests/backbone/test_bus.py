@@ -7,6 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import nats.js.errors
 import pytest
 
 from shared.bus import Bus, BusError
@@ -44,6 +45,31 @@ async def test_same_id_published_twice_is_delivered_once(make_bus: BusFactory) -
     sub = await make_bus("critic")
     got = await _collect(sub, "jobs.>", "critic-jobs", JobUpdate, 3, timeout_s=2.0)
     assert [g.status for g in got] == ["open", "done"]  # type: ignore[attr-defined]
+
+
+async def test_pipelined_publishes_get_their_own_acks_and_errors(make_bus: BusFactory) -> None:
+    pub = await make_bus("planner")
+    msgs = [JobUpdate(source="planner", kernel="k", status="open", job_id=f"p{i}") for i in range(50)]
+    futures = [await pub.publish_pipelined(f"jobs.p{i}", m) for i, m in enumerate(msgs)]
+    again = await pub.publish_pipelined("jobs.p0", msgs[0])  # the same id: stored once
+    await pub.flush_pipelined()
+    assert all(f.done() for f in [*futures, again])
+    acks = [f.result() for f in futures]
+    assert [a.stream for a in acks] == ["JOBS"] * 50 and not any(a.duplicate for a in acks)
+    assert len({a.seq for a in acks}) == 50 and again.result().duplicate and again.result().seq == acks[0].seq
+    # The server's error for one publish fails that publish's future, and the bus goes on.
+    admin = await make_bus("admin")
+    await admin.js.add_stream(name="TINY", subjects=["tiny.>"], max_msg_size=64)
+    big = await admin.publish_pipelined("tiny.x", msgs[1])
+    after = await admin.publish_pipelined("jobs.p99", JobUpdate(source="planner", kernel="k", status="open"))
+    await admin.flush_pipelined()
+    with pytest.raises(nats.js.errors.APIError, match="message size exceeds maximum"):
+        big.result()
+    assert after.result().stream == "JOBS"
+    nowhere = await admin.publish_pipelined("nostream.x", msgs[2])  # no stream captures it
+    await admin.flush_pipelined()
+    with pytest.raises(nats.js.errors.NoStreamResponseError):
+        nowhere.result()
 
 
 async def test_malformed_message_is_dead_lettered_and_consumer_keeps_serving(make_bus: BusFactory) -> None:

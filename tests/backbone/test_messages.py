@@ -58,6 +58,29 @@ def test_envelope_ids_are_time_ordered_and_unique() -> None:
     assert ids == sorted(ids)
 
 
+def test_new_id_is_the_ulid_of_its_time_and_counts_up_within_a_millisecond() -> None:
+    import itertools
+    import time
+
+    from ulid import ULID
+
+    from shared import ids as idmod
+    before = time.time()
+    made = [idmod.new_id() for _ in range(5000)]
+    after = time.time()
+    assert made == sorted(made) and len(set(made)) == len(made)
+    for i in made[::500]:
+        u = ULID.from_str(i)  # python-ulid parses it back to the same string
+        assert str(u) == i and before - 0.002 <= u.timestamp <= after + 0.002
+    # Two ids of one millisecond differ by one in their random part (the strict monotonic policy).
+    pairs = [(a, b) for a, b in itertools.pairwise(made) if a[:10] == b[:10]]
+    assert pairs and all(int(ULID.from_str(b)) - int(ULID.from_str(a)) == 1 for a, b in pairs[:100])
+    idmod._last[1] = (1 << 80) - 1  # the randomness of this millisecond used up: the next one, still ordered
+    last = made[-1]
+    nxt = idmod.new_id()
+    assert nxt > last and str(ULID.from_str(nxt)) == nxt
+
+
 def test_caused_links_job_and_causation() -> None:
     ping = m.Heartbeat(source="a", job_id="j1")
     ack = m.HeartbeatAck(source="b", service="b", instance="i", version="1", **ping.caused())

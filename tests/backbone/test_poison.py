@@ -187,6 +187,45 @@ async def test_a_watched_request_fails_fast_when_its_responder_dies(make_bus: Bu
         t.cancel()
 
 
+async def test_a_quick_answer_comes_without_an_ack_and_slow_work_is_acknowledged(
+        make_bus: BusFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shared.bus as busmod
+    acks: list[bytes] = []
+    real = busmod._Watch.acked
+
+    def counted(self, data: bytes) -> None:  # type: ignore[no-untyped-def]
+        acks.append(data)
+        real(self, data)
+
+    monkeypatch.setattr(busmod._Watch, "acked", counted)
+    svc = await make_bus("toolrunner")
+    runtime = ServiceRuntime("toolrunner", svc)
+    await runtime.start()
+    reply = encode(ToolResult(source="toolrunner", tool="t", tool_version="1", ok=True))
+
+    async def quick(req) -> None:  # type: ignore[no-untyped-def]
+        await req.respond(reply)  # answered in the task's first step, as a cache hit is
+
+    async def slow(req) -> None:  # type: ignore[no-untyped-def]
+        await asyncio.sleep(0.2)
+        await req.respond(reply)
+
+    await runtime.add_endpoint("quick", "tools.quick", quick, concurrent=True)
+    await runtime.add_endpoint("slow", "tools.slow", slow, concurrent=True)
+    client = await make_bus("verifier")
+    for _ in range(3):
+        got = await client.request("tools.quick", ToolRequest(source="verifier", tool="quick"), ToolResult,
+                                   timeout_s=5, responder="toolrunner")
+        assert got.ok
+    await asyncio.sleep(0.1)
+    assert acks == []  # the reply came in the write the ack would have: no ack to read
+    got = await client.request("tools.slow", ToolRequest(source="verifier", tool="slow"), ToolResult,
+                               timeout_s=5, responder="toolrunner")
+    assert got.ok and len(acks) == 1 and json.loads(acks[0])["service"] == "toolrunner"
+    runtime.stop()
+    await runtime.run_until_stopped()
+
+
 async def test_a_deleted_durable_consumer_is_recreated_and_the_consumer_goes_on(make_bus: BusFactory) -> None:
     op = await make_bus("operator")
     svc = await make_bus("planner")

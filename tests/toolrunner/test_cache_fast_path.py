@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import msgspec
+import pytest
 from nats.js.errors import ObjectNotFoundError
 
 from services.toolrunner.registry import ToolExecutor
@@ -49,6 +50,38 @@ def test_cached_answers_only_what_execute_cached_and_sees_a_changed_file(tmp_pat
     task.write_text("a = 1\nb = 2\n")  # the key covers the file's content
     assert ex.cached(req) is None
     assert ex.execute(req).result == {"lines": 2} and len(runs) == 2
+
+
+def test_a_file_hashed_once_is_read_again_only_when_it_changed(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from services.toolrunner import registry
+    task = tmp_path / "t.py"
+    task.write_text("a = 1\n")
+    old = (1_700_000_000, 1_700_000_000)
+    os.utime(task, old)
+    reads: list[str] = []
+    real = registry.hashlib.file_digest
+
+    def counted(fh, name):  # type: ignore[no-untyped-def]
+        reads.append(fh.name)
+        return real(fh, name)
+
+    monkeypatch.setattr(registry.hashlib, "file_digest", counted)
+    monkeypatch.setattr(registry, "_RACY_NS", 0)  # utime just moved the ctime: trust it at once here
+    first = registry.file_sha256(str(task))
+    assert registry.file_sha256(str(task)) == first and len(reads) == 1  # the second from its stat
+    task.write_text("b = 2\n")  # same size, and the old mtime put back: the ctime still moves
+    os.utime(task, old)
+    assert registry.file_sha256(str(task)) != first and len(reads) == 2
+    monkeypatch.setattr(registry, "_RACY_NS", 2_000_000_000)
+    fresh = tmp_path / "new.py"  # changed just now: hashed on every call (one clock tick may hide a write)
+    fresh.write_text("c = 3\n")
+    registry.file_sha256(str(fresh))
+    registry.file_sha256(str(fresh))
+    assert len(reads) == 4
+    assert registry.file_sha256(str(tmp_path)) is None  # a directory is no file
 
 
 def test_cached_refuses_what_execute_refuses(tmp_path: Path) -> None:
