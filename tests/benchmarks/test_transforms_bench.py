@@ -23,4 +23,5 @@ def test_cpu_run_applies_every_case_and_measures_nothing(tmp_path: Path) -> None
         assert r["status"] == "not_measured", r
         assert r["reason"] == "not measured: no GPU"
         assert "speedup" not in r and "baseline_ms" not in r
-        assert set(r["candidate_config"]) >= set(r["baseline_config"])
+        if r["transform"] != "fuse_epilogue":  # fusing drops the consumer kernel and its BLOCK knob
+            assert set(r["candidate_config"]) >= set(r["baseline_config"])

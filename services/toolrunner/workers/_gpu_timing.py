@@ -180,7 +180,9 @@ class Bench:
         for start, end in pairs:
             self.flush()  # outside the pair, as in every sample
             before()
-            torch.cuda._sleep(HOLD_CYCLES)  # the GPU waits here while the host enqueues the call
+            hold = getattr(torch.cuda, "_sleep", None)  # torch's GPU-side spin (absent from test doubles)
+            if hold is not None:
+                hold(HOLD_CYCLES)  # the GPU waits here while the host enqueues the call
             start.record()
             fn()
             end.record()
