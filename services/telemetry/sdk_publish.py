@@ -21,8 +21,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import threading
-from typing import Self
 
 import msgspec
 
@@ -30,6 +28,7 @@ from services.telemetry.records import LaunchRecord
 from services.telemetry.sdk import LaunchTelemetry
 from services.telemetry.wire import launch_batch
 from shared.bus import Bus, BusError
+from shared.bus_thread import BusThread
 from shared.subjects import launches_subject
 
 # 5 s: three batches inside the service's 15 s launch-share window, so one lost batch costs a third of it.
@@ -45,7 +44,10 @@ class PublisherStats(msgspec.Struct):
     last_error: str = ""
 
 
-class LaunchPublisher:
+class LaunchPublisher(BusThread):
+    THREAD_NAME = "kpilot-launch-publisher"
+    WHAT = "launch publisher"
+
     def __init__(
         self,
         telemetry: LaunchTelemetry,
@@ -65,11 +67,7 @@ class LaunchPublisher:
         self.stats = PublisherStats()
         self._pending: list[LaunchRecord] = []
         self._dropped_seen = 0
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._started = threading.Event()
-        self._start_error: BaseException | None = None
+        super().__init__()
 
     async def publish_once(self, bus: Bus) -> bool:
         """Drain and publish one batch (nothing when nothing was launched). False when the publish failed."""
@@ -111,36 +109,3 @@ class LaunchPublisher:
             if own:
                 await bus.close()
 
-    # ------------------------------------------------------------ background thread
-
-    def start(self, timeout_s: float = 10.0) -> Self:
-        """Start the daemon thread; raises BusError (with the fix) if NATS cannot be reached."""
-
-        def main() -> None:
-            async def go() -> None:
-                self._loop = asyncio.get_running_loop()
-                self._stop = asyncio.Event()
-                await self.run(self._stop)
-
-            try:
-                asyncio.run(go())
-            except BaseException as e:  # noqa: BLE001 - handed to start() / stop() in the caller's thread
-                self._start_error = e
-                self._started.set()
-
-        self._thread = threading.Thread(target=main, name="kpilot-launch-publisher", daemon=True)
-        self._thread.start()
-        if not self._started.wait(timeout_s):
-            raise BusError(f"launch publisher: no connection to {self.url} within {timeout_s} s")
-        if self._start_error is not None:
-            raise self._start_error
-        return self
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Publish the last batch and stop the thread."""
-        if self._thread is None:
-            return
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout_s)
-        self._thread = None

@@ -29,11 +29,11 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Self
 
 from services.kpilot.capture import hook
 from services.kpilot.capture.taskgen import write_tasks
-from shared.bus import Bus, BusError
+from shared.bus import Bus
+from shared.bus_thread import BusThread
 from shared.limits import MAX_CAPTURED_TASK_BYTES
 from shared.messages import CapturedTaskSource, CaptureRequest
 from shared.subjects import capture_request_subject, captured_task_subject, token
@@ -93,11 +93,14 @@ def capture_kernel(req: CaptureRequest, *, source: str, wait_s: float = DEFAULT_
                   calls=entry.calls)
 
 
-class CaptureAgent:
+class CaptureAgent(BusThread):
     """Consumes `capture.request.<node>` and answers each request on `capture.task.<kernel>`.
 
     `start()` runs it on a daemon thread with its own event loop (as LaunchPublisher does); a workload with
     an asyncio loop may `await agent.run(stop)` instead. A capture blocks a worker thread, never the loop."""
+
+    THREAD_NAME = "kpilot-capture-agent"
+    WHAT = "capture agent"
 
     def __init__(self, url: str, *, node: str = "", wait_s: float = DEFAULT_WAIT_S, calls: int = DEFAULT_CALLS,
                  source: str = "") -> None:
@@ -107,11 +110,7 @@ class CaptureAgent:
         self.wait_s, self.calls = wait_s, calls
         self.source = source or f"workload:{os.getpid()}"
         self.answered = 0
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._started = threading.Event()
-        self._error: BaseException | None = None
+        super().__init__()
 
     async def run(self, stop: asyncio.Event, bus: Bus | None = None) -> None:
         own = bus is None
@@ -133,36 +132,6 @@ class CaptureAgent:
             if own:
                 await bus.close()
 
-    def start(self, timeout_s: float = 10.0) -> Self:
-        """Start the daemon thread; raises BusError (with the fix) if NATS cannot be reached."""
-
-        def main() -> None:
-            async def go() -> None:
-                self._loop = asyncio.get_running_loop()
-                self._stop = asyncio.Event()
-                await self.run(self._stop)
-
-            try:
-                asyncio.run(go())
-            except BaseException as e:  # noqa: BLE001 - handed to start() in the caller's thread
-                self._error = e
-                self._started.set()
-
-        self._thread = threading.Thread(target=main, name="kpilot-capture-agent", daemon=True)
-        self._thread.start()
-        if not self._started.wait(timeout_s):
-            raise BusError(f"capture agent: no connection to {self.url} within {timeout_s} s")
-        if self._error is not None:
-            raise self._error
-        return self
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        if self._thread is None:
-            return
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout_s)
-        self._thread = None
 
 
 def main(argv: list[str] | None = None) -> int:
