@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from services.verifier.uniformity import block_uniform_guards, branch_target
 from shared.tools.inspect import KernelResources, SassInstruction, SassKernel
 from shared.tools.task import Dtype, Precision
 
@@ -63,27 +64,25 @@ def _predicated(i: SassInstruction) -> bool:
     return i.predicate is not None and i.predicate not in ("@PT", "@UPT")
 
 
-def _target(i: SassInstruction) -> int | None:
-    for op in i.operands:
-        try:
-            return int(op.rstrip(";"), 16)
-        except ValueError:
-            continue
-    return None
-
-
 def conditional_barriers(kernel: SassKernel) -> list[SassInstruction]:
-    """Barriers some threads may skip: under a predicate, or jumped over by a predicated forward branch.
+    """Barriers some threads of a block may skip: under a per-thread predicate, or jumped over by a forward
+    branch on one. Guards every thread shares (Triton's loop-entry tests on the program id and kernel
+    arguments) are not divergence: `uniformity` proves them block-uniform by a slice over the SASS.
 
     Needs numeric branch targets (cuobjdump's `BRA 0x1a0`); with nvdisasm's labels only predicated
     barriers are seen.
     """
+    uniform = block_uniform_guards(kernel)
     skips = [
         (i.addr, t)
         for i in kernel.instructions
-        if _base(i) == "BRA" and _predicated(i) and (t := _target(i)) is not None and t > i.addr
+        if _base(i) == "BRA" and _predicated(i) and i.addr not in uniform
+        and (t := branch_target(i)) is not None and t > i.addr
     ]
-    return [b for b in _of(kernel, ("BAR",)) if _predicated(b) or any(a < b.addr < t for a, t in skips)]
+    return [
+        b for b in _of(kernel, ("BAR",))
+        if (_predicated(b) and b.addr not in uniform) or any(a < b.addr < t for a, t in skips)
+    ]
 
 
 def resource_findings(
@@ -230,12 +229,11 @@ def hazard_findings(
                 lines=[line(i) for i in c_smem[:MAX_LINES]],
             )
         )
-    # Triton's pipelined loops already have barriers behind a forward branch (the loop-entry guard), so
-    # only a barrier made conditional where the parent had none such, or a new predicated one, counts.
+    # A barrier behind a block-uniform guard (Triton's loop-entry tests) is not divergent; a barrier some
+    # threads can skip, beyond what the parent already had, is.
     c_cond = conditional_barriers(cand_cf or cand)
     p_cond = conditional_barriers(parent_cf or parent)
-    c_pred, p_pred = sum(map(_predicated, _of(cand, ("BAR",)))), sum(map(_predicated, _of(parent, ("BAR",))))
-    if (c_cond and not p_cond) or c_pred > p_pred:
+    if len(c_cond) > len(p_cond):
         by_addr = {i.addr: i for i in cand.instructions}  # the line-annotated copy of the same code
         out.append(
             Finding(
