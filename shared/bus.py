@@ -630,7 +630,7 @@ class Bus:
                       *, max_deliver: int = DEFAULT_MAX_DELIVER,
                       backoff: tuple[float, ...] = DEFAULT_BACKOFF, ack_wait_s: float = DEFAULT_ACK_WAIT_S,
                       batch: int = 64, new_only: bool = False, fetch_timeout_s: float = 1.0,
-                      max_bytes: int = limits.MAX_BYTES) -> ConsumerStats:
+                      max_bytes: int = limits.MAX_BYTES, workers: int = 1) -> ConsumerStats:
         """Start a durable pull consumer on `subject`; `handler` gets each decoded message once.
 
         A message over `max_bytes` or nested too deep (checked on the bytes, before decoding), one that
@@ -642,8 +642,12 @@ class Bus:
         marked in progress every `ack_wait_s / 4`, so `ack_wait_s` only bounds how soon a killed
         service's message is redelivered. A redelivery of a message already handled is acked and dropped.
         nats-py's fetch, once a first message arrived on its long poll, waits for a full `batch` until
-        `fetch_timeout_s`: a latency-sensitive consumer (telemetry) passes a short one.
+        `fetch_timeout_s`: a latency-sensitive consumer (telemetry) passes a short one. `workers` loops pull
+        from the one durable consumer, each handling its messages one at a time, so up to `workers`
+        messages are in the handler at once (the verifier: one candidate compiles while another is timed).
         """
+        if workers < 1:
+            raise ValueError(f"consume({durable!r}): workers must be >= 1, got {workers}")
         stream = stream_for(subject.replace(">", "x").replace("*", "x")).name
         # Server-side deliveries are unlimited: infrastructure retries must not use up a message's tries;
         # the tries of a failing handler are counted here (deliveries minus infrastructure retries).
@@ -657,9 +661,8 @@ class Bus:
         pause = [0.0]  # monotonic time until which the loop waits (a dependency is down)
 
         counted = metrics.consumer(self.service, durable)  # the label children, resolved once
-        keepalive = _InProgress(ack_wait_s / 4)  # its ticker runs with the loop (below)
 
-        async def _one(raw: Msg) -> None:
+        async def _one(raw: Msg, keepalive: _InProgress) -> None:
             # The per-message path is what every message pays: the delivery count (a parse of the reply
             # subject) and a logger bound to the message are made only where a failure needs them.
             stats.received += 1  # its Prometheus counters move once per fetched batch (_loop)
@@ -727,6 +730,7 @@ class Bus:
         async def _loop() -> None:
             sub = first.pop() if first else await _subscribe()
             failures = 0
+            keepalive = _InProgress(ack_wait_s / 4)  # one per loop: a loop handles one message at a time
             ticker = asyncio.create_task(keepalive.run(), name=f"in-progress:{durable}")
             try:
                 while not self._stopping.is_set():
@@ -752,7 +756,7 @@ class Bus:
                     try:
                         for raw in msgs:
                             try:
-                                await _one(raw)
+                                await _one(raw, keepalive)
                             except Exception as e:  # noqa: BLE001 - an ack lost to a reconnect: redelivered later
                                 log.warning("message left for redelivery", error=_describe(e))
                     finally:
@@ -765,14 +769,14 @@ class Bus:
                 with contextlib.suppress(Exception):
                     await sub.unsubscribe()
 
-        task = asyncio.create_task(self._supervise(durable, _loop, stats), name=f"consume:{durable}")
-
         def _cancelled(t: asyncio.Task[None]) -> None:  # cancelled by anything but close(): dead
             if t.cancelled() and not self._stopping.is_set():
                 self._died(durable, "consumer loop cancelled")
 
-        task.add_done_callback(_cancelled)
-        self._tasks.append(task)
+        for n in range(workers):
+            task = asyncio.create_task(self._supervise(durable, _loop, stats), name=f"consume:{durable}:{n}")
+            task.add_done_callback(_cancelled)
+            self._tasks.append(task)
         return stats
 
     async def _supervise(self, durable: str, loop: Callable[[], Awaitable[None]], stats: ConsumerStats) -> None:

@@ -90,6 +90,35 @@ async def test_malformed_message_is_dead_lettered_and_consumer_keeps_serving(mak
     assert svc.consumers["planner-hb"].dead_lettered == 2
 
 
+async def test_workers_handle_that_many_messages_at_once_from_one_durable(make_bus: BusFactory) -> None:
+    # The verifier's candidates: two in the handler at once, or the first waits for the second forever.
+    op = await make_bus("operator")
+    for n in range(2):
+        await op.publish("ops.heartbeat.ping", Heartbeat(source="kpilot", id=f"hb-{n}"))
+    svc = await make_bus("planner")
+    inside: set[str] = set()
+    both_in, finished = asyncio.Event(), asyncio.Event()
+    waited: list[str] = []
+
+    async def handler(msg: Message) -> None:
+        inside.add(msg.id)
+        if len(inside) == 2:
+            both_in.set()
+        try:
+            await asyncio.wait_for(both_in.wait(), 10.0)
+            waited.append("together")
+        except TimeoutError:
+            waited.append("alone")
+        if len(waited) == 2:
+            finished.set()
+
+    await svc.consume("ops.heartbeat.ping", "planner-two", handler, Heartbeat, batch=1, workers=2)
+    await asyncio.wait_for(finished.wait(), 30.0)
+    assert waited == ["together", "together"]
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        await svc.consume("ops.heartbeat.ping", "planner-none", handler, Heartbeat, workers=0)
+
+
 async def test_handler_failure_is_retried_then_dead_lettered(make_bus: BusFactory) -> None:
     op = await make_bus("operator")
     await op.publish("ops.heartbeat.ping", Heartbeat(source="kpilot"))
