@@ -40,9 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import msgspec
+
 from benchmarks.ledger import run_stamp
 from benchmarks.suite import SuiteError, TaskMeta, select
 from benchmarks.suite_before import KERNELS_JSON, BeforeError, before_row, ratios
+from shared.messages import ChangeDescription
 
 NO_GPU = "not measured: no GPU"
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "h200" / "suite" / "after_transforms.json"
@@ -59,13 +62,7 @@ def _measure(verdicts: list[dict], cid: str, name: str) -> dict | None:
 
 
 def _change_text(ch: dict) -> str:
-    if ch.get("change") == "transform" or ch.get("transform"):
-        params = ", ".join(f"{k}={v}" for k, v in sorted((ch.get("params") or {}).items()))
-        return f"transform {ch.get('transform')}" + (f"({params})" if params else "")
-    target, value = ch.get("target", ""), ch.get("value")
-    if value is None:
-        return f"{ch.get('change')} {target}".strip()
-    return f"{ch.get('change')} {target}={value}" if target else f"{ch.get('change')} {value}"
+    return msgspec.convert(ch, ChangeDescription).text()
 
 
 def _lineage(out: dict, cid: str) -> list[dict]:
@@ -203,18 +200,25 @@ def _ratios_text(rat: dict) -> str:
     return ", ".join(f"{k} {fmt(v)}" for k, v in rat.items() if isinstance(v, float)) or "-"
 
 
+BEFORE_AFTER = ("Before: the recorded switch rows of `{src}` (the run that wrote each; ratios = recorded baseline "
+                "median / recorded kernel median). After: the job's best verified patch (the verifier's speedup "
+                "over the task and its 95 % CI; ratios = the same recorded baseline medians / the verifier's "
+                "candidate median).")
+
+
 def markdown(report: dict) -> str:
     st = report["stamp"]
-    lines = [f"# Suite through the shipped loop (run {st['run_id']}, device {st['device']}, commit {st['commit']})",
-             "",
-             (f"Driver: `{report['driver']}`. Before: the recorded switch rows of `{report['before_source']}` "
-              "(the run that wrote each; ratios = recorded baseline median / recorded kernel median). After: "
-              "the job's best verified patch (the verifier's speedup over the task and its 95 % CI; ratios = "
-              "the same recorded baseline medians / the verifier's candidate median)."), "",
-             ("| task | before (switch) | before run | before vs baselines | after (transformation) | CI | "
-              "after vs recorded baselines | changes | GPU s | s to verified | outcome |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in report["rows"]:
+    return "\n".join([f"# Suite through the shipped loop (run {st['run_id']}, device {st['device']}, commit {st['commit']})",
+                      "", f"Driver: `{report['driver']}`. " + BEFORE_AFTER.format(src=report["before_source"]), "",
+                      *table(report["rows"])]) + "\n"
+
+
+def table(rows: list[dict]) -> list[str]:
+    """The before/after table, one line per row, each with the run, commit and device that measured it."""
+    lines = [("| task | before (switch) | before run | before vs baselines | after (transformation) | CI | "
+              "after vs recorded baselines | changes | GPU s | s to verified | outcome | run | commit | device |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
         b, best = r.get("before") or {}, r.get("best") or {}
         ci = best.get("speedup_ci")
         after_rat = next((p.get("vs_recorded_baselines", {}).get("ratios", {}) for p in r.get("patches", [])
@@ -228,8 +232,9 @@ def markdown(report: dict) -> str:
             f"{fmt(best.get('speedup'))}x" if best else "none", f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "-",
             _ratios_text(after_rat), "; ".join(best.get("changes", [])) or "-",
             fmt(r.get("gpu_s"), ".1f"), fmt(r.get("wall_s_to_verified"), ".1f"),
-            r["outcome"].replace("|", "/")]) + " |")
-    return "\n".join(lines) + "\n"
+            r["outcome"].replace("|", "/"), r.get("run_id") or "-", str(r.get("commit") or "-")[:10],
+            r.get("device") or "-"]) + " |")
+    return lines
 
 
 def _knobs(meta: TaskMeta) -> set[str]:

@@ -299,6 +299,18 @@ class ChangeDescription(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
     transform: str = ""
     params: dict[str, Scalar] = {}
 
+    def text(self) -> str:
+        """One line for people (evidence chains, reports): `transform split_k(SPLIT=4)`, `set_constexpr
+        BLOCK_M=64`, `set_num_warps 8`, `source_edit at task.py:27`."""
+        if self.change == "transform":
+            params = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+            return f"transform {self.transform}" + (f"({params})" if params else "")
+        if self.change == "source_edit":
+            return f"source_edit at {self.target or '?'}"
+        if self.value is None:
+            return f"{self.change} {self.target}".strip()
+        return f"{self.change} {self.target}={self.value}" if self.target else f"{self.change} {self.value}"
+
 
 class Candidate(Message, tag="candidate"):
     kernel: str

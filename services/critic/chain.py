@@ -236,13 +236,7 @@ def triple_text(t: StateTriple) -> str:
 
 
 def change_text(c: Candidate) -> str:
-    parts = []
-    for ch in c.changes:
-        if ch.change == "source_edit":
-            parts.append(f"source_edit at {ch.target or '?'}")
-        else:
-            parts.append(f"{ch.change} {ch.target}={ch.value}".replace(" =", "="))
-    return ", ".join(parts) or "no change descriptions"
+    return ", ".join(ch.text() for ch in c.changes) or "no change descriptions"
 
 
 def verdict_text(v: Verdict) -> str:
