@@ -221,8 +221,10 @@ class Planner:
         if not versions:
             has_score = s.best_score is not None
             status = "converged" if has_score else "done"
+            failed = sum(a.status == "fail" for a in jobs.attempts(s))
             why = f"{plan.policy or s.policy} policy has nothing new to try" + (
-                "" if has_score else "; nothing was measured (verdicts carried no timing: no GPU?)"
+                "" if has_score else f"; no candidate passed ({failed} failed)" if failed
+                else "; nothing was measured (no verdict carried a timing: no GPU here?)"
             )
             jobs.finish(s, status, why, self.io.now())  # type: ignore[arg-type]
             await self._save_and_tell(s, why)

@@ -346,6 +346,19 @@ def next_configs(
     return [c for c in moves[: o.batch] if config_key(c) not in tried]
 
 
+def after_failures(
+    p: Problem, history: list[tuple[Config, float | None]], opts: SearchOptions | None = None
+) -> list[Config]:
+    """Every seed was tried and none measured because they failed (a tile too large for shared memory, a
+    static hazard): the next-ranked seeds of tile shapes not tried yet, so one round of failures does not
+    end the search. H200 run r38 ended an attention job after its 5 first candidates failed static, with 90
+    of its 150 s left. Empty when the space has no untried legal shape."""
+    o = opts or SearchOptions()
+    tried = {config_key(c) for c, _ in history}
+    more = [c for c in seeds(p, o.seeds + len(tried)) if config_key(c) not in tried]
+    return more[: max(o.batch, o.seeds)]
+
+
 MAX_SWITCH_VALUES = 4  # a knob with this few values that the tile model does not name is a switch
 # A size knob by its name (BLOCK_X, ATT_BLOCK_M, FFN_BLOCK_K, TILE_N), never a switch however few values.
 _SIZE_NAME = re.compile(r"(^|_)(BLOCK|BLK)(_|$)|^TILE_")

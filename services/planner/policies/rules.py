@@ -18,7 +18,14 @@ import msgspec
 from services.planner.context import PlannerContext, TaskView
 from services.planner.patcher import PatchRejected, TaskSource, apply_changes, parse_anchor
 from services.planner.policies.base import CandidatePlan, Plan
-from services.planner.search import Problem, SearchOptions, config_key, int_dims, next_configs
+from services.planner.search import (
+    Problem,
+    SearchOptions,
+    after_failures,
+    config_key,
+    int_dims,
+    next_configs,
+)
 from shared.messages import ChangeDescription, Scalar
 from shared.space_list import domains, points
 from shared.tools.decompose import Finding
@@ -279,6 +286,9 @@ class RulesPolicy:
         if parent.derived:
             notes.append(f"no SPACE in the task: searching one derived from CONFIG ({', '.join(parent.space)})")
         configs = next_configs(p, history, self.options) if parent.space else []
+        if parent.space and not configs and not _scored(history) and any(a.status == "fail" for a in ctx.attempts):
+            configs = after_failures(p, history, self.options)
+            notes.append(f"every config so far failed: {len(configs)} more seeds")
         # The search answers the findings a config change can fix; say which, with their line references,
         # so the evidence chain links each config candidate to its diagnosis.
         addressed = [f"{f.pattern} @ {', '.join(Path(x).name for x in f.locations[:2])}" for f in ctx.findings
