@@ -8,6 +8,7 @@ to the telemetry sample that started it.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 import msgspec
@@ -310,6 +311,20 @@ class ChangeDescription(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
         if self.value is None:
             return f"{self.change} {self.target}".strip()
         return f"{self.change} {self.target}={self.value}" if self.target else f"{self.change} {self.value}"
+
+    def patterns(self) -> list[str]:
+        """The decomposer pattern ids the rationale names, in order (`_PATTERN`, `_SEARCH`)."""
+        if m := _SEARCH.match(self.rationale):
+            return [p.group(1) for part in m.group(1).split("; ") if (p := _PATTERN.match(part))]
+        return [m.group(1)] if (m := _PATTERN.match(self.rationale)) else []
+
+
+# The planner's rules policy starts a rationale with the decomposer finding it answers:
+# "uncoalesced_store @ add.py:12, sass:0x0450" or "small_grid: ..." (services/planner/policies/rules.py);
+# a config-search change names the findings a config can fix after "for", "; "-separated:
+# "config search (seed) for wgmma_not_used @ task.py:44, sass:0x0dd0; k_loop_not_pipelined @ task.py:107".
+_PATTERN = re.compile(r"^([a-z][a-z0-9_]+)(?: @ |: )")
+_SEARCH = re.compile(r"^config search \([^)]*\) for (.+)$")
 
 
 class Candidate(Message, tag="candidate"):

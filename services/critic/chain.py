@@ -8,7 +8,6 @@ names every causation id that does not resolve, so the review can reject a chain
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 
 import msgspec
@@ -220,15 +219,9 @@ def _verdict_link(v: Verdict) -> EvidenceLink:
     return EvidenceLink(f"verdict:{v.layer}", v.id, verdict_text(v))
 
 
-# The planner's rules policy starts a rationale with the decomposer finding it answers:
-# "uncoalesced_store @ add.py:12, sass:0x0450" or "small_grid: ..." (services/planner/policies/rules.py).
-_PATTERN = re.compile(r"^([a-z][a-z0-9_]+)(?: @ |: )")
-
-
 def pattern_ids(c: Candidate) -> list[str]:
     """The decomposer pattern ids the candidate's rationales name, in order, once each."""
-    found = [m.group(1) for ch in c.changes if (m := _PATTERN.match(ch.rationale))]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(p for ch in c.changes for p in ch.patterns()))
 
 
 def triple_text(t: StateTriple) -> str:

@@ -89,6 +89,18 @@ def vocabulary(records: list[TrainingRecord]) -> Vocabulary:
     )
 
 
+def fit(records: list[TrainingRecord], *, seed: int = 0) -> tuple[object, Vocabulary]:
+    """The booster and its vocabulary, trained on all of `records` (`train` holds some out first)."""
+    import numpy as np
+    import xgboost as xgb
+
+    vocab = vocabulary(records)
+    x = np.array([vocab.row(r) for r in records], dtype=np.float32)
+    y = np.array([OUTCOMES.index(r.outcome) for r in records])
+    booster = xgb.train(PARAMS | {"seed": seed}, xgb.DMatrix(x, label=y, feature_names=vocab.names), ROUNDS)
+    return booster, vocab
+
+
 def train(records: list[TrainingRecord], out: Path, *, seed: int = 0) -> TrainReport:
     import numpy as np
     import xgboost as xgb
@@ -109,12 +121,9 @@ def train(records: list[TrainingRecord], out: Path, *, seed: int = 0) -> TrainRe
     random.Random(seed).shuffle(order)
     cut = max(1, int(len(order) * HELD_OUT))
     test_i, train_i = order[:cut], order[cut:]
-    vocab = vocabulary([records[i] for i in train_i])
+    booster, vocab = fit([records[i] for i in train_i], seed=seed)
     x = np.array([vocab.row(r) for r in records], dtype=np.float32)
     y = np.array([OUTCOMES.index(r.outcome) for r in records])
-    booster = xgb.train(
-        PARAMS | {"seed": seed}, xgb.DMatrix(x[train_i], label=y[train_i], feature_names=vocab.names), ROUNDS
-    )
     pred = booster.predict(xgb.DMatrix(x[test_i], feature_names=vocab.names)).argmax(axis=1)
     acc = float((pred == y[test_i]).mean())
     common = max(set(y[train_i].tolist()), key=y[train_i].tolist().count)
@@ -141,6 +150,13 @@ class FailureGate:
         self.booster = xgb.Booster()
         self.booster.load_model(str(model))
         self.vocab = msgspec.json.decode(model.with_suffix(".vocab.json").read_bytes(), type=Vocabulary)
+
+    @classmethod
+    def fitted(cls, records: list[TrainingRecord], *, seed: int = 0) -> FailureGate:
+        """A gate over a model trained in memory on `records` (no file): for held-out evaluations."""
+        gate = cls.__new__(cls)
+        gate.booster, gate.vocab = fit(records, seed=seed)
+        return gate
 
     def probabilities(self, r: TrainingRecord) -> dict[str, float]:
         import numpy as np
@@ -182,6 +198,17 @@ def estimate_features(config: dict, problem: object) -> dict[str, float]:
     if e.waves is not None:
         out["est:waves"] = e.waves
     return out
+
+
+def candidate_record(changes: list, config: dict, outcome: Outcome, source: str) -> TrainingRecord:
+    """A verified candidate as a record: the patterns its rationales name, its change kinds, its config."""
+    return TrainingRecord(
+        outcome=outcome,
+        pattern_ids=list(dict.fromkeys(p for c in changes for p in c.patterns())),
+        edit_kinds=[c.change for c in changes],
+        features=config_features(config),
+        source=source,
+    )
 
 
 def record_from_context(ctx: object) -> TrainingRecord:
@@ -262,14 +289,7 @@ async def records_from_bus(url: str, max_msgs: int = 100_000) -> list[TrainingRe
             s = jobs.decode_state((await kv.get(k)).value or b"{}")
             for a in jobs.attempts(s):
                 if a.status == "pass":
-                    out.append(
-                        TrainingRecord(
-                            outcome="pass",
-                            edit_kinds=[c.change for c in a.changes],
-                            features=config_features(a.config),
-                            source="jobs",
-                        )
-                    )
+                    out.append(candidate_record(a.changes, a.config, "pass", "jobs"))
     finally:
         await bus.close()
     return out
