@@ -200,6 +200,16 @@ def estimate_features(config: dict, problem: object) -> dict[str, float]:
     return out
 
 
+# Measured by the verifier, after the fact: a FailureRecord carries them as evidence, but the gate decides
+# before any candidate exists, so training on them would teach it answers it never has.
+MEASURED_AFTER = ("speedup", "speedup_low", "max_speedup")
+
+
+def known_before(features: dict[str, float]) -> dict[str, float]:
+    """The features of a record that the gate can also know before planning."""
+    return {k: v for k, v in features.items() if k not in MEASURED_AFTER}
+
+
 def candidate_record(changes: list, config: dict, outcome: Outcome, source: str) -> TrainingRecord:
     """A verified candidate as a record: the patterns its rationales name, its change kinds, its config."""
     return TrainingRecord(
@@ -275,7 +285,7 @@ async def records_from_bus(url: str, max_msgs: int = 100_000) -> list[TrainingRe
                         outcome=msg.layer,
                         pattern_ids=msg.pattern_ids,
                         edit_kinds=msg.edit_kinds,
-                        features=dict(msg.features),
+                        features=known_before(msg.features),
                         source="failures",
                     )
                 )
