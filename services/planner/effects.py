@@ -149,7 +149,7 @@ def parallelism(spec: TransformSpec, p: Problem, gpu: GpuFacts = H200) -> Effect
                   why=f"{len(short)} of {len(grid)} SPACE configs launch under {sms} programs (down to "
                       f"{min(n for _, n in short)}) for {sms} SMs; {spec.name} multiplies programs per tile by "
                       f"up to {cap}; proposed at the one the search's prior ranks first with {default}x the "
-                      f"programs ({', '.join(f'{k}={v}' for k, v in at.items() if at[k] != p.config.get(k))})")
+                      f"programs ({', '.join(f'{k}={v}' for k, v in at.items() if v != p.config.get(k))})")
 
 
 def effect(spec: TransformSpec, p: Problem, gpu: GpuFacts = H200) -> Effect:
