@@ -39,7 +39,7 @@ def test_each_finding_gets_the_transformations_that_answer_it() -> None:
         got = apply_changes(src, c.changes)
         assert not isinstance(got, PatchRejected), got.summary()
     grouped = next(c for c in plan.candidates if _transforms(c.changes) == ["grouped_order"])
-    assert "poor_l2_reuse_no_grouped_order @ l2_bmm.py:38: grouped_order" == grouped.rationale
+    assert grouped.rationale.startswith("poor_l2_reuse_no_grouped_order @ l2_bmm.py:38: grouped_order; ranked ")
 
 
 def test_a_refused_transformation_is_noted_not_proposed() -> None:
@@ -139,3 +139,68 @@ def test_transpose_findings_get_the_tiled_transpose_that_fits_the_language() -> 
             got = apply_changes(src, c.changes)
             assert not isinstance(got, PatchRejected), got.summary()
         assert other in plan.analysis, plan.analysis
+
+
+TASKS = ROOT / "benchmarks/tasks"
+
+
+def _suite_ctx(name: str, kernel: str, dot: bool, patterns: list[str]) -> PlannerContext:
+    """A suite task's context as the loop builds it: programs per SPACE config from the launch_grid tool
+    (run here on CPU, meta-device inputs), the findings given."""
+    from services.planner.search import all_configs, programs_from
+    from services.toolrunner.launch_grid import run
+    from shared.tools.grid import LaunchGridInput
+
+    path = TASKS / name
+    task = read_task(str(path), path.read_text())
+    configs = all_configs(task.space, task.config)
+    grids = run(LaunchGridInput(task_path=str(path), configs=configs)).results
+    return PlannerContext(kernel=kernel, kernel_class="gemm" if dot else "reduction", task=task, has_dot=dot,
+                          programs=programs_from(configs, grids, task.primary),
+                          findings=[Finding(pattern=p, severity="high", score=0.5, locations=[f"{name}:50"])
+                                    for p in patterns])
+
+
+def test_a_column_sum_whose_space_starves_the_sms_gets_split_k_first_at_a_short_grid_config() -> None:
+    """l1_col_reduce at its start runs 8192 programs, but every column block of 64 or more leaves fewer
+    than 132 (cdiv(8192, BLOCK_N)); its rows are already 16 B aligned (8192 x 4 B), so aligned_copies
+    changes nothing (r38 measured it at 1.000x) and comes after the config search."""
+    ctx = _suite_ctx("l1_col_reduce.py", "col_sum_kernel", False, ["uncoalesced_strided_access"])
+    plan = RulesPolicy().plan(ctx)
+    first = plan.candidates[0]
+    assert _transforms(first.changes) == ["split_k"], [c.rationale for c in plan.candidates]
+    assert first.rationale.startswith("small_grid: estimated from the launch grid")
+    _, config = apply_changes(ctx.task.source, first.changes)  # type: ignore[misc]
+    assert 8192 // int(config["BLOCK_N"]) < 132 and config["SPLIT_K"] == 4
+    aligned = [i for i, c in enumerate(plan.candidates) if _transforms(c.changes) == ["aligned_copies"]]
+    configs = [i for i, c in enumerate(plan.candidates) if not _transforms(c.changes)]
+    assert len(aligned) == 1 and configs and aligned[0] > max(configs)  # one align only: 8 and 64 read alike
+    assert "estimated to change nothing" in plan.candidates[aligned[0]].rationale
+
+
+def test_an_irregular_gemm_gets_padded_aligned_copies_first_and_once() -> None:
+    """K = 4001 bf16 rows allow only 2-byte loads; align 8 (16 B of bf16) with the sizes padded too is the
+    one aligned_copies of the first round (align 64 reads the same 16 B vectors)."""
+    ctx = _suite_ctx("l2_matmul_irregular.py", "matmul_kernel", True,
+                     ["scalar_global_access", "k_loop_not_pipelined"])
+    plan = RulesPolicy().plan(ctx)
+    first = plan.candidates[0]
+    assert _transforms(first.changes) == ["aligned_copies"], [c.rationale for c in plan.candidates]
+    (ch,) = [c for c in first.changes if c.change == "transform"]
+    assert ch.params == {"extents": 1, "align": 8}
+    variants = [dict(c.params) for cand in plan.candidates for c in cand.changes if c.transform == "aligned_copies"]
+    assert {"extents": 1, "align": 64} not in variants and {"extents": 0, "align": 64} not in variants
+    assert not isinstance(apply_changes(ctx.task.source, first.changes), PatchRejected)
+
+
+def test_a_large_grid_gemm_does_not_get_split_k_first() -> None:
+    """Every config of l2_matmul_irregular's SPACE the search keeps launches at least cdiv(5003, 256) x
+    cdiv(6007, 128) = 20 x 47 = 940 programs (256 x 256 tiles are pruned for their accumulator registers):
+    a tail_effect finding's split_k (first in table order) has no SMs to fill."""
+    ctx = _suite_ctx("l2_matmul_irregular.py", "matmul_kernel", True, ["tail_effect"])
+    plan = RulesPolicy().plan(ctx)
+    assert _transforms(plan.candidates[0].changes) != ["split_k"]
+    split = [i for i, c in enumerate(plan.candidates) if _transforms(c.changes) == ["split_k"]]
+    configs = [i for i, c in enumerate(plan.candidates) if not _transforms(c.changes)]
+    assert split and configs and min(split) > max(configs), [c.rationale for c in plan.candidates]
+    assert "fewest 940" in plan.candidates[split[0]].rationale

@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 
 from services.planner.context import PlannerContext, TaskView
+from services.planner.effects import Effect, effect
 from services.planner.patcher import PatchRejected, TaskSource, apply_changes, parse_anchor
 from services.planner.policies.base import CandidatePlan, Plan
 from services.planner.search import (
@@ -201,6 +202,23 @@ def transform_changes(spec: TransformSpec, finding: str) -> list[ChangeDescripti
             for c in combos]
 
 
+def _preferred(changes: list[ChangeDescription], spec: TransformSpec, est: Effect) -> list[ChangeDescription]:
+    """A transformation's parameter sets, the one the estimate prefers first (else its defaults), then
+    the rest in domain order."""
+    want = est.params or {p.name: p.default for p in spec.params}
+
+    def misses(ch: ChangeDescription) -> int:
+        return sum(1 for k, v in want.items() if k in ch.params and ch.params[k] != v)
+
+    return sorted(changes, key=misses)
+
+
+def _trivial(kept: dict[str, Scalar], params: dict[str, Scalar], est: Effect) -> bool:
+    """`params` differs from a set already proposed only in parameters the estimate says reach the same."""
+    diff = {k for k in params if params[k] != kept.get(k)}
+    return bool(diff) and diff <= set(est.same_for)
+
+
 class RulesPolicy:
     name = "rules"
 
@@ -225,28 +243,63 @@ class RulesPolicy:
         return self.plan(ctx)
 
     def _transforms(self, ctx: PlannerContext, parent: Parent, tried: set[tuple], notes: list[str],
-                    ) -> list[CandidatePlan]:
+                    ) -> tuple[list[CandidatePlan], list[CandidatePlan]]:
         """For each finding, the table's transformations that answer it and apply to the parent (stacked
-        on the best candidate's changes, with the best config carried over)."""
-        out: list[CandidatePlan] = []
+        on the best candidate's changes, with the best config carried over), plus the programs-adding ones
+        where the grid estimate finds idle SMs although the decomposer (at the start config) did not.
+
+        Ranked by what each is estimated to change (services/planner/effects.py): an estimated gain first
+        (largest first), then those with no estimate (finding order), then those estimated to change
+        nothing; each transformation's preferred parameters before any transformation's other ones. In the
+        first round of a transformation, parameter sets the estimate says reach the same are left out.
+        Returns (ranked, unlikely): those estimated to change nothing come after the config candidates."""
         seen: set[str] = set(_transforms_of(ctx.best_changes))
-        carry = config_changes(parent.start, parent.config)
+        problem = self.problem(ctx, parent)
+        asked: list[tuple[str, str, TransformSpec]] = []  # (pattern, where, spec)
         for f in ctx.findings:
             for spec in answering(f.pattern):
-                if spec.name in seen:
-                    continue
+                if spec.name not in seen:
+                    seen.add(spec.name)
+                    asked.append((f.pattern, f"{f.pattern} @ {', '.join(f.locations[:2])}", spec))
+        for spec in answering("small_grid"):
+            if spec.name not in seen and (effect(spec, problem).factor or 1.0) > 1.0:
                 seen.add(spec.name)
-                for ch in transform_changes(spec, f.pattern):
-                    got = apply_transform(parent.source, spec.name, dict(ch.params))
-                    if isinstance(got, Refused):
-                        notes.append(f"{f.pattern}: {spec.name} refused: {got.reason}"[:200])
-                        break
-                    full = ctx.best_changes + [ch]
-                    if tuple(msgspec_key(c) for c in full) in tried:
-                        continue
-                    out.append(CandidatePlan(changes=full + carry,
-                                             rationale=f"{f.pattern} @ {', '.join(f.locations[:2])}: {spec.name}"))
-        return out
+                asked.append(("small_grid", "small_grid: estimated from the launch grid, not found at the start",
+                              spec))
+        carry = config_changes(parent.start, parent.config)
+        ranked: list[tuple[tuple, CandidatePlan, Effect]] = []
+        for i, (pattern, where, spec) in enumerate(asked):
+            est = effect(spec, problem)
+            first_round = not any(spec.name in _transforms_of(a.changes) for a in ctx.attempts)
+            tier = 1 if est.factor is None else 0 if est.factor > 1.0 else 2
+            kept: list[dict[str, Scalar]] = []
+            refused: set[str] = set()
+            for ch in _preferred(transform_changes(spec, pattern), spec, est):
+                if first_round and any(_trivial(k, dict(ch.params), est) for k in kept):
+                    continue
+                got = apply_transform(parent.source, spec.name, dict(ch.params))
+                if isinstance(got, Refused):
+                    if got.reason not in refused:
+                        refused.add(got.reason)
+                        notes.append(f"{pattern}: {spec.name} refused: {got.reason}"[:200])
+                    continue
+                full = ctx.best_changes + [ch]
+                if tuple(msgspec_key(c) for c in full) in tried:
+                    continue
+                key = (bool(kept), tier, -(est.factor or 0.0), i)
+                kept.append(dict(ch.params))
+                at = config_changes(parent.start, est.config) if est.config else carry
+                ranked.append((key, CandidatePlan(changes=full + at, rationale=f"{where}: {spec.name}"), est))
+        ranked.sort(key=lambda r: r[0])
+        out: list[CandidatePlan] = []
+        unlikely: list[CandidatePlan] = []
+        for n, (_, cand, est) in enumerate(ranked, 1):
+            nothing = est.factor is not None and est.factor <= 1.0
+            how = ("no estimate" if est.factor is None else "estimated to change nothing, after the configs"
+                   if nothing else f"estimated x{est.factor:.2g} on the limit it lifts")
+            cand.rationale += f"; ranked {n} of {len(ranked)} transformations ({how}: {est.why})"
+            (unlikely if nothing else out).append(cand)
+        return out, unlikely
 
     def plan(self, ctx: PlannerContext) -> Plan:
         notes: list[str] = []
@@ -256,7 +309,8 @@ class RulesPolicy:
         }
         parent = parent_of(ctx)
         src = parent.source.splitlines()
-        candidates += self._transforms(ctx, parent, tried_sources, notes)
+        ranked, unlikely = self._transforms(ctx, parent, tried_sources, notes)
+        candidates += ranked
         for f in ctx.findings:
             rule = RULES.get(f.pattern)
             if rule is None:
@@ -299,6 +353,7 @@ class RulesPolicy:
             changes = [msgspec.structs.replace(c, rationale=c.rationale or rationale)
                        for c in config_changes(parent.start, cfg)]
             candidates.append(CandidatePlan(changes=ctx.best_changes + changes, rationale=rationale))
+        candidates += unlikely
         measured = sum(1 for _, v in history if v is not None)
         analysis = (
             f"{len(ctx.findings)} findings; {measured} measured of {len(history)} tried configs; "
