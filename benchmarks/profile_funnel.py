@@ -4,7 +4,8 @@ Runs the real funnel (services/verifier/funnel.py) on honest config changes of o
 in-process tool client bench_verifier.py uses (every tool in its sandboxed workers, no NATS), with the
 compile and ptxas caches in a fresh directory, so the first candidate is cold and the next ones see a
 warm parent (the case of a planner job: one parent, many candidates). `run_worker` is wrapped in every
-module that imported it to record each spawn's worker module, tool and duration. Prints a table per
+module that imported it to record each spawn's worker module, tool, duration and, for the correctness and
+honesty workers, its side (candidate or reference) and how many cases or seeds it ran. Prints a table per
 candidate and writes JSON to --out. Works on CPU (the timing layers say "not measured: no GPU").
 
     .venv/bin/python benchmarks/profile_funnel.py --task vector_add --out /tmp/profile_funnel.json
@@ -65,11 +66,18 @@ class Recorder:
         def recorded(module: str, request: bytes, *a: Any, **kw: Any) -> Any:
             start = time.perf_counter()
             out = original(module, request, *a, **kw)
+            try:  # correctness and honesty workers name their side and the cases or seeds they run
+                req = json.loads(request)
+            except ValueError:
+                req = {}
+            req = req if isinstance(req, dict) else {}
             with self.lock:
                 self.spawns.append(
                     {
                         "tool": TOOL.get(),
                         "worker": module.rsplit(".", 1)[-1],
+                        "role": req.get("role", ""),
+                        "cases": len(req.get("cases") or req.get("seeds") or []),
                         "start_s": round(start - self.t0, 3),
                         "duration_s": round(time.perf_counter() - start, 3),
                         "status": out.status,
@@ -147,6 +155,8 @@ def main() -> int:
                 "spawn_s": round(sum(s["duration_s"] for s in mine), 3),
                 "tool_calls": sum(LAYER_OF.get(c["tool"]) == v.layer for c in calls),
                 "spawns_by_worker": dict(Counter(f"{s['tool']}/{s['worker']}" for s in mine)),
+                "reference_spawns": sum(s["role"] == "reference" for s in mine),
+                "reference_spawn_s": round(sum(s["duration_s"] for s in mine if s["role"] == "reference"), 3),
             }
         report.append(
             {"candidate": i, "config": config, "wall_s": round(wall, 3), "layers": layers, "calls": calls,
@@ -157,11 +167,13 @@ def main() -> int:
             print(f"  call  {c['start_s']:7.2f} {c['duration_s']:6.2f}s {c['tool']:<16} "
                   f"{'ok' if c['ok'] else c['error']:<12} {c['args']}", file=sys.stderr)
         for s in spawns:
+            side = f"{s['role']} x{s['cases']}" if s["role"] else ""
             print(f"  spawn {s['start_s']:7.2f} {s['duration_s']:6.2f}s {s['tool']:<16} {s['worker']:<14} "
-                  f"{s['status']}", file=sys.stderr)
+                  f"{side:<14} {s['status']}", file=sys.stderr)
         for name, lay in layers.items():
             print(f"  {name:<6} {lay['status']:<8} wall {lay['wall_s']:6.2f}s  {lay['tool_calls']} calls  "
-                  f"{lay['spawns']} spawns ({lay['spawn_s']:.2f}s)  {lay['spawns_by_worker']}", file=sys.stderr)
+                  f"{lay['spawns']} spawns ({lay['spawn_s']:.2f}s, {lay['reference_spawns']} of the reference: "
+                  f"{lay['reference_spawn_s']:.2f}s)  {lay['spawns_by_worker']}", file=sys.stderr)
     text = json.dumps(report, indent=1)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

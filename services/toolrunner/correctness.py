@@ -6,6 +6,11 @@ created afterwards. So the candidate never sees the reference output and cannot 
 Both sides hash their inputs, which proves they compared like with like. The comparison itself
 (output_compare.py) runs here, on plain .npy arrays: no user code runs in this process.
 
+The reference side of a case does not depend on the candidate: its record and outputs are kept by
+reference_cache.py, keyed on the task file's sha256, the case and everything else that can change them,
+and the next candidate of the same task runs only its own process (the reference process runs only for
+cases not kept yet, still after the candidate's).
+
 On CPU the kernels run in Triton's interpreter; a bfloat16 task runs its CPU twin (`CPU_DTYPE`, passed
 as `shape["dtype"]`), or the case says it was not checked. On a GPU everything runs for real.
 """
@@ -13,6 +18,7 @@ as `shape["dtype"]`), or the case says it was not checked. On a GPU everything r
 from __future__ import annotations
 
 import hashlib
+import io
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,6 +26,7 @@ from pathlib import Path
 import msgspec
 
 from services.toolrunner.output_compare import compare_arrays, describe_failure
+from services.toolrunner.reference_cache import default_cache
 from services.toolrunner.sandbox import Limits, SandboxOutcome, run_worker
 from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
@@ -87,12 +94,45 @@ def _hash_files(d: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir())}
 
 
+def _reference_cases(task: TaskManifest, cases: list[CaseSpec], device: str, limits: Limits
+                     ) -> tuple[list[tuple[CaseOutput, dict[str, bytes]]], str, int]:
+    """Per case the reference's record and output bytes: kept from an earlier candidate, or run now in
+    one fresh process for the cases not kept. Also the device's name and how many cases were kept."""
+    cache = default_cache()
+    keys = [cache.key(WORKER, CorrectnessWorkerInput(
+        role="reference", task_path=task.path, cases=[spec], device=device, out_dir="",  # type: ignore[arg-type]
+        inplace=list(task.inplace)), task.path, limits) for spec in cases]
+    found = [cache.get(k) for k in keys]
+    refs: list[tuple[CaseOutput, dict[str, bytes]] | None] = [
+        None if f is None else (msgspec.json.decode(f.record, type=CaseOutput), f.files) for f in found]
+    device_name = next((f.device_name for f in found if f is not None), "")
+    missing = [i for i, r in enumerate(refs) if r is None]
+    if missing:
+        ref_dir = Path(tempfile.mkdtemp(prefix="kpilot-corr-ref-"))  # made after the candidate ended
+        try:
+            ref_out, ref_res = _run_side(CorrectnessWorkerInput(
+                role="reference", task_path=task.path, cases=[cases[i] for i in missing],
+                device=device, out_dir=str(ref_dir), inplace=list(task.inplace)), limits)  # type: ignore[arg-type]
+            if ref_res is None:
+                raise ToolFailure(ref_out.status, f"the task's reference {ref_out.status}: {ref_out.message} "
+                                                  f"(fix reference() or make_inputs() in {task.path})")
+            device_name = ref_res.device_name
+            for i, case in zip(missing, ref_res.cases, strict=True):
+                files = {o.file: (ref_dir / o.file).read_bytes() for o in case.outputs}
+                refs[i] = (case, files)
+                if case.status != "error":  # a case whose reference raised runs again next time
+                    cache.put(keys[i], device_name, msgspec.json.encode(case), files)
+        finally:
+            shutil.rmtree(ref_dir, ignore_errors=True)
+    return [r for r in refs if r is not None], device_name, len(cases) - len(missing)
+
+
 def _tolerance(manifest: TaskManifest, dtype: str) -> Tolerance:
     return manifest.tolerance.get(dtype) or manifest.tolerance[manifest.dtype]
 
 
 def _compare_case(spec: CaseSpec, cand: CaseOutput, ref: CaseOutput, manifest: TaskManifest,
-                  cand_dir: Path, ref_dir: Path, cand_hashes: dict[str, str]) -> CaseResult:
+                  cand_dir: Path, ref_files: dict[str, bytes], cand_hashes: dict[str, str]) -> CaseResult:
     base = {"shape_name": spec.shape_name, "shape": spec.shape, "seed": spec.seed,
                 "dtype": ref.input_dtype or cand.input_dtype, "candidate_s": cand.seconds,
                 "candidate_modified_inputs": cand.inputs_modified}
@@ -119,7 +159,8 @@ def _compare_case(spec: CaseSpec, cand: CaseOutput, ref: CaseOutput, manifest: T
             return CaseResult(**base, status="fail", reason=(
                 f"candidate output {i} changed on disk after the candidate's process ended"))
         comparisons.append(compare_arrays(i, np.load(path, allow_pickle=False),
-                                          np.load(ref_dir / r.file, allow_pickle=False), tol.atol, tol.rtol,
+                                          np.load(io.BytesIO(ref_files[r.file]), allow_pickle=False),
+                                          tol.atol, tol.rtol,
                                           candidate_dtype=c.dtype, reference_dtype=r.dtype))
     failed = [describe_failure(x) for x in comparisons if not x.passed]
     return CaseResult(**base, status="fail" if failed else "pass", outputs=comparisons,
@@ -165,27 +206,21 @@ def run(args: RunCorrectnessInput) -> RunCorrectnessOutput:
         cand_out, cand_res = _run_side(CorrectnessWorkerInput(
             role="candidate", task_path=cand_manifest.path, config=config, cases=cases, device=device,
             out_dir=str(cand_dir), inplace=list(task.inplace)), limits)
-        cand_hashes = _hash_files(cand_dir)  # before the reference output exists anywhere
-        ref_dir = Path(tempfile.mkdtemp(prefix="kpilot-corr-ref-"))
-        try:
-            ref_out, ref_res = _run_side(CorrectnessWorkerInput(
-                role="reference", task_path=task.path, cases=cases, device=device, out_dir=str(ref_dir),
-                inplace=list(task.inplace)), limits)
-            if ref_res is None:
-                raise ToolFailure(ref_out.status, f"the task's reference {ref_out.status}: {ref_out.message} "
-                                                  f"(fix reference() or make_inputs() in {task.path})")
-            cand_message = "" if cand_res is not None else f"{cand_out.status}: {cand_out.message}"
-            results = []
-            for i, spec in enumerate(cases):
-                ref_case = ref_res.cases[i]
-                cand_case = (cand_res.cases[i] if cand_res is not None else
-                             CaseOutput(shape_name=spec.shape_name, seed=spec.seed, status="error",
-                                        reason=f"process {cand_message}"))
-                results.append(_compare_case(spec, cand_case, ref_case, task, cand_dir, ref_dir, cand_hashes))
-        finally:
-            shutil.rmtree(ref_dir, ignore_errors=True)
+        # Before this run's reference output exists (kept ones lie in the runner's cache, in no sandbox).
+        cand_hashes = _hash_files(cand_dir)
+        refs, device_name, reused = _reference_cases(task, cases, device, limits)
+        cand_message = "" if cand_res is not None else f"{cand_out.status}: {cand_out.message}"
+        results = []
+        for i, (spec, (ref_case, ref_files)) in enumerate(zip(cases, refs, strict=True)):
+            cand_case = (cand_res.cases[i] if cand_res is not None else
+                         CaseOutput(shape_name=spec.shape_name, seed=spec.seed, status="error",
+                                    reason=f"process {cand_message}"))
+            results.append(_compare_case(spec, cand_case, ref_case, task, cand_dir, ref_files, cand_hashes))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if reused:
+        notes.append(f"reference outputs of {reused}/{len(cases)} cases reused from an earlier fresh process "
+                     "of the same task file (sha256), shape and seed (reference_cache.py)")
     if any(c.reason == BF16_ON_CPU for c in results):
         notes.append("make_inputs ignored shape[\"dtype\"], so bf16 cases were not checked on CPU: build "
                      "tensors with getattr(torch, shape.get(\"dtype\", DTYPE))")
@@ -195,7 +230,7 @@ def run(args: RunCorrectnessInput) -> RunCorrectnessOutput:
     if task.inplace:
         notes.append(f"in-place outputs: inputs {list(task.inplace)} after the call are compared (INPLACE)")
     passed = bool(results) and all(c.status == "pass" for c in results)
-    return RunCorrectnessOutput(passed=passed, device=ref_res.device_name, config=config, cases=results,
+    return RunCorrectnessOutput(passed=passed, device=device_name, config=config, cases=results,
                                 candidate_status=cand_out.status, candidate_message=cand_message,
                                 notes=notes, summary=_summary(results, cand_message))
 

@@ -3,11 +3,14 @@
 The reference runs first in its own process (the opposite order to run_correctness, so the pair covers
 both), its outputs are read into this process and its directory deleted before the candidate starts: the
 candidate can find no reference output anywhere. The candidate's three calls are then compared here, on
-plain arrays, with the task's tolerance; no user code runs in this process.
+plain arrays, with the task's tolerance; no user code runs in this process. The reference's record and
+outputs of one (shape, seed) are kept for the next candidates of the same task file (reference_cache.py),
+so the reference process runs only for seeds not kept yet, and still before the candidate's.
 """
 
 from __future__ import annotations
 
+import io
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,6 +19,7 @@ import msgspec
 
 from services.toolrunner.correctness import CPU_MEMORY_MB, gpu_count
 from services.toolrunner.output_compare import compare_arrays, describe_failure
+from services.toolrunner.reference_cache import default_cache
 from services.toolrunner.sandbox import Limits, run_worker
 from services.toolrunner.tasks import load_for_tool
 from services.toolrunner.tool import ToolFailure, ToolSpec
@@ -62,6 +66,34 @@ def _load_outputs(rec: CallRecord, d: Path) -> list[object]:
     import numpy as np
 
     return [np.load(d / s.file, allow_pickle=False) for s in rec.outputs]
+
+
+def _reference_calls(req: HonestyWorkerInput, limits: Limits) -> dict[int, tuple[CallRecord, list[object]]]:
+    """Per seed the reference's record and outputs: kept from an earlier candidate, or run now in one
+    fresh process for the seeds not kept; the directory it wrote is gone when this returns."""
+    import numpy as np
+
+    cache = default_cache()
+    keys = {seed: cache.key(WORKER, msgspec.structs.replace(req, seeds=[seed], out_dir=""), req.task_path, limits)
+            for seed in req.seeds}
+    out: dict[int, tuple[CallRecord, list[object]]] = {}
+    for seed, key in keys.items():
+        if (kept := cache.get(key)) is not None:
+            rec = msgspec.json.decode(kept.record, type=CallRecord)
+            out[seed] = (rec, [np.load(io.BytesIO(kept.files[s.file]), allow_pickle=False) for s in rec.outputs])
+    if missing := [seed for seed in req.seeds if seed not in out]:
+        ref_dir = Path(tempfile.mkdtemp(prefix="kpilot-honest-ref-"))
+        try:
+            ref = _side(msgspec.structs.replace(req, seeds=missing, out_dir=str(ref_dir)), limits)
+            for rec in ref.calls:
+                if not rec.ok:
+                    raise ToolFailure("failed", f"the task's reference failed: {rec.reason} (fix {req.task_path})")
+                files = {s.file: (ref_dir / s.file).read_bytes() for s in rec.outputs}
+                cache.put(keys[rec.seed], ref.device_name, msgspec.json.encode(rec), files)
+                out[rec.seed] = (rec, [np.load(io.BytesIO(files[s.file]), allow_pickle=False) for s in rec.outputs])
+        finally:
+            shutil.rmtree(ref_dir, ignore_errors=True)  # gone before the candidate starts
+    return out
 
 
 def _compare(
@@ -139,27 +171,14 @@ def run(args: HonestyInput) -> HonestyOutput:
         else Limits(timeout_s=args.timeout_s, memory_mb=CPU_MEMORY_MB, interpret=True)
     )
     config = {**cand.config, **args.config}
-    ref_dir = Path(tempfile.mkdtemp(prefix="kpilot-honest-ref-"))
-    try:
-        ref = _side(
-            HonestyWorkerInput(
-                role="reference",
-                task_path=task.path,
-                inplace=list(task.inplace),
-                shape=shape,
-                seeds=args.seeds,
-                device=device,
-                out_dir=str(ref_dir),
-            ),
-            limits,
-        )
-        if bad := [c for c in ref.calls if not c.ok]:
-            raise ToolFailure("failed", f"the task's reference failed: {bad[0].reason} (fix {task.path})")
-        ref_out = {c.seed: _load_outputs(c, ref_dir) for c in ref.calls}
-        ref_dtypes = {c.seed: [s.dtype for s in c.outputs] for c in ref.calls}
-        ref_ops = sorted(set().union(*(c.torch_ops for c in ref.calls)))
-    finally:
-        shutil.rmtree(ref_dir, ignore_errors=True)  # gone before the candidate starts
+    refs = _reference_calls(
+        HonestyWorkerInput(role="reference", task_path=task.path, inplace=list(task.inplace), shape=shape,
+                           seeds=args.seeds, device=device, out_dir=""),  # type: ignore[arg-type]
+        limits,
+    )
+    ref_out = {seed: outputs for seed, (_, outputs) in refs.items()}
+    ref_dtypes = {seed: [s.dtype for s in rec.outputs] for seed, (rec, _) in refs.items()}
+    ref_ops = sorted(set().union(*(rec.torch_ops for rec, _ in refs.values())))
     cand_dir = Path(tempfile.mkdtemp(prefix="kpilot-honest-"))
     try:
         res = _side(

@@ -251,7 +251,8 @@ class Funnel:
             device=corr.device,
             method=(
                 f"run_correctness: micro + every edge shape x seeds {list(self.policy.seeds)}, candidate "
-                "then reference in fresh processes; honesty_probe: reference then candidate"
+                "then reference in fresh processes; honesty_probe: reference then candidate; a reference "
+                "case runs once per task file sha256 and runner, then its outputs are reused"
             ),
         )
         run.measurements += micro_checks.correctness_measurements(corr)
