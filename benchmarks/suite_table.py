@@ -32,6 +32,8 @@ CAVEATS = {
            "before r38)",
     "r38": "attention candidates with num_stages > 1 failed as 'barriers in divergent code' (loop-entry guard "
            "false positive, fixed by services/verifier/uniformity.py before r39)",
+    "r40": "split_k candidates failed the honesty probe as calling the reference (their second pass was a torch "
+           "sum, the column sum's reference one too; the pass is a Triton kernel since)",
 }
 
 

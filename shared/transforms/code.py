@@ -296,3 +296,57 @@ def stmts(text: str) -> list[cst.BaseStatement]:
     if body and head:
         body[0] = body[0].with_changes(leading_lines=[*head, *body[0].leading_lines])
     return body
+
+
+# The second pass of a split reduction, as a Triton kernel of the candidate's own: torch reductions in
+# launch() are what the honesty probe flags as "launch ran the reference's torch ops" when the reference
+# reduces with the same op (H200 run r40: split_k on the column sum, whose reference is x.sum(0)).
+_SLAB_SUM = '''
+
+@triton.jit
+def {name}(partials_ptr, out_ptr, n, SLABS: tl.constexpr, BLOCK: tl.constexpr):
+    """Second pass of a split reduction (kpilot): out[i] = slab 0 + slab 1 + ... + slab SLABS-1, in
+    that order (fp32), so every run gives the same bits."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in tl.static_range(SLABS):
+        acc += tl.load(partials_ptr + s * n + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+'''
+_TOTAL = '''
+
+@triton.jit
+def {name}(partials_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Second pass of a two-stage reduction (kpilot): out[0] += the n partials, summed in one fixed order
+    (BLOCK-wide strips in sequence, then one tree of fixed shape), so every run gives the same bits."""
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(partials_ptr + offs, mask=offs < n, other=0.0)
+    total = tl.sum(acc, axis=0)
+    tl.store(out_ptr, (tl.load(out_ptr).to(tl.float32) + total).to(out_ptr.dtype.element_ty))
+'''
+SECOND_PASS_BLOCK = 1024
+
+
+def add_kernel_after(mod: cst.Module, after: str, source: str) -> cst.Module:
+    """`source` (one or more top-level definitions) inserted right after the kernel `after`, so the
+    task's own kernel stays the first one in the file."""
+    body = list(mod.body)
+    at = next(i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == after)
+    new = list(cst.parse_module(source).body)
+    new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])  # PEP 8's two blank lines
+    return mod.with_changes(body=[*body[: at + 1], *new, *body[at + 1:]])
+
+
+def slab_sum_kernel(mod: cst.Module, after: str) -> tuple[cst.Module, str]:
+    """The module with a fixed-order slab-sum kernel added after kernel `after`, and its name."""
+    name = fresh(mod, "sum_slabs")
+    return add_kernel_after(mod, after, _SLAB_SUM.format(name=name)), name
+
+
+def total_kernel(mod: cst.Module, after: str) -> tuple[cst.Module, str]:
+    """The module with a fixed-order total-of-partials kernel added after kernel `after`, and its name."""
+    name = fresh(mod, "add_total")
+    return add_kernel_after(mod, after, _TOTAL.format(name=name)), name

@@ -1,7 +1,7 @@
 """Split a reduction loop over programs, with a deterministic second pass: SPLIT_K programs share one
 output tile, each running a contiguous slice of the kernel's reduction loop (a GEMM's K loop, a column
 sum's walk down the rows) and storing its fp32 partial result to its own slab of a partials buffer;
-launch() then sums the slabs in one fixed order (`torch.sum(partials, 0)`), so the result is the same every run
+a second Triton kernel then sums the slabs in one fixed order, so the result is the same every run
 (no atomics). More programs for a kernel whose output tiles do not fill the GPU (tall-skinny GEMMs,
 column reductions with wide column blocks, small grids). SPLIT_K = 1 is the original work split; the
 config search tunes it.
@@ -246,11 +246,10 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
         alloc = "torch.zeros" if any(C.code(m.value).startswith("torch.zeros(") for m in made) else "torch.empty"
         before = C.stmts(f"{partials} = {alloc}(({knob}, *{out}.shape), device={out}.device, "
                          f"dtype=torch.float32)\n")
-        after = C.stmts(f"# the fixed-order second pass over the {knob} slabs (one kernel when {out} is fp32)\n"
-                        f"if {out}.dtype == torch.float32:\n"
-                        f"    torch.sum({partials}, 0, out={out})\n"
-                        f"else:\n"
-                        f"    {out}.copy_({partials}.sum(0))\n")
+        mod, second = C.slab_sum_kernel(mod, kn)
+        after = C.stmts(f"# the fixed-order second pass over the {knob} slabs: one Triton kernel\n"
+                        f"{second}[(triton.cdiv({out}.numel(), {C.SECOND_PASS_BLOCK}),)]({partials}, {out}, "
+                        f"{out}.numel(), SLABS={knob}, BLOCK={C.SECOND_PASS_BLOCK})\n")
         nf = fn.deep_replace(line, cst.FlattenSentinel([*before, line.deep_replace(c, new_c), *after]))
         if isinstance(g, cst.Name):
             nf = nf.deep_replace(C.collect(nf, cst.Assign)[[C.code(a) for a in C.collect(nf, cst.Assign)].index(

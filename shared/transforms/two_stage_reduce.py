@@ -1,6 +1,6 @@
 """Two-stage fixed-order reduction replacing a contended atomic: every program doing
 `tl.atomic_add(out_ptr, v)` on the same address stores v to its own slot `out_ptr + program` of a
-partials buffer instead, and launch() adds the partials in one deterministic reduction after the kernel
+partials buffer instead, and a second Triton kernel adds the partials to the address in one fixed order
 (the same order every run: the sum no longer depends on which program's atomic landed first).
 
 Precondition: exactly one `tl.atomic_add(P, v)` statement in the kernel, P a pointer parameter used as
@@ -84,7 +84,8 @@ def rewrite(source: str, params: dict[str, Scalar], kernel_name: str) -> str:
         before = C.stmts(f"# two-stage reduction (kpilot transform two_stage_reduce): one partial per program,\n"
                          f"# added in one fixed order after the kernel instead of atomics on {out}\n"
                          f"{partials} = torch.zeros({programs}, device={out}.device, dtype=torch.float32)\n")
-        after = C.stmts(f"{out}.add_({partials}.sum().to({out}.dtype))\n")
+        mod, second = C.total_kernel(mod, kn)
+        after = C.stmts(f"{second}[(1,)]({partials}, {out}, {partials}.numel(), BLOCK={C.SECOND_PASS_BLOCK})\n")
         new_line = line.deep_replace(c, new_c)
         i = list(body.body).index(line)
         nb = body.with_changes(body=[*body.body[:i], *before, new_line, *after, *body.body[i + 1:]])

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from services.toolrunner.honesty import run as honesty_probe
 from services.toolrunner.launch_grid import run as launch_grid
 from shared.parsers.ttgir import parse_ttgir
 from shared.tools.decompose import TaskFacts
 from shared.tools.grid import LaunchGridInput
+from shared.tools.honesty import HonestyInput
 from shared.transforms.base import Refused
 from shared.transforms.table import apply
 from tests.transforms.harness import ROOT, build, candidate, correct, make_compiler
@@ -89,7 +91,9 @@ def _loop_exps(ttgir: str) -> list[str]:
 def test_split_k_on_the_column_sum_is_correct_and_fills_the_grid(tmp_path: Path, compiler) -> None:
     cand, got = candidate(COL, "split_k", tmp_path, {"split": 8})
     assert "for start in range(k_start, k_stop, BLOCK_M):" in got.source
-    assert "out.copy_(partials.sum(0))" in got.source and '"SPLIT_K": [1, 2, 4, 8]' in got.source
+    assert "sum_slabs[(triton.cdiv(out.numel(), 1024),)](partials, out, out.numel(), SLABS=SPLIT_K, BLOCK=1024)" \
+        in got.source and '"SPLIT_K": [1, 2, 4, 8]' in got.source
+    assert "partials.sum(" not in got.source and "torch.sum(partials" not in got.source  # the reference sums with torch
     assert "# Sums of up to 16384 N(0,1) values" in got.source  # comments kept
     for cfg in (COL_SMALL | {"SPLIT_K": 8}, COL_SMALL | {"SPLIT_K": 32, "BLOCK_M": 8}, {}):
         out = correct(COL, cand, cfg)  # micro 300 rows: uneven slices; edge 1 row: 7 or 31 empty slices
@@ -104,7 +108,7 @@ def test_split_k_on_the_column_sum_is_correct_and_fills_the_grid(tmp_path: Path,
                                          configs=[{"BLOCK_M": 8, "BLOCK_N": 256}])).results[0]
     after = launch_grid(LaunchGridInput(task_path=str(cand), shape="full",
                                         configs=[{"BLOCK_M": 8, "BLOCK_N": 256, "SPLIT_K": 8}])).results[0]
-    assert before.programs == [32] and after.programs == [256]
+    assert before.programs == [32] and after.programs[0] == 256  # then the second pass
     wide = {"BLOCK_M": 8, "BLOCK_N": 256, "num_warps": 1}
     base = build(compiler, COL, wide, TaskFacts(grid=before.grids[0]))
     built = build(compiler, cand, wide | {"SPLIT_K": 8}, TaskFacts(grid=after.grids[0]))
@@ -117,15 +121,27 @@ def test_split_k_on_the_column_sum_reproduces_the_removed_split_m_variant(tmp_pa
     micro, edge = {"rows": 300, "cols": 37}, [{"rows": 1, "cols": 1}, {"rows": 1001, "cols": 3}]
     for split, cfg in ((8, COL_SMALL), (32, COL_SMALL | {"BLOCK_M": 8})):
         # the same row slices (cdiv(cdiv(rows, S), BLOCK_M) = cdiv(cdiv(rows, BLOCK_M), S) whole steps),
-        # each summed in the same order; the partials are added by torch instead of a second kernel
+        # each summed in the same order; the partials are added by a second kernel, as col_finish_kernel did
         _same_outputs(COL_SPLIT_M, cand, cfg | {"SPLIT_M": split}, cfg | {"SPLIT_K": split}, [micro, *edge],
                       (1e-5, 1e-6))
     cfgs = [{"BLOCK_M": 16, "BLOCK_N": 64, "num_warps": 1}]  # the H200 search's pick (suite README)
     was = launch_grid(LaunchGridInput(task_path=str(ROOT / COL_SPLIT_M), shape="full",
                                       configs=[cfgs[0] | {"SPLIT_M": 32}])).results[0]
     now = launch_grid(LaunchGridInput(task_path=str(cand), shape="full", configs=[cfgs[0] | {"SPLIT_K": 32}])).results[0]
-    assert was.kernels == ["col_sum_kernel", "col_finish_kernel"] and now.kernels == ["col_sum_kernel"]
-    assert now.programs == was.programs[:1] == [4096]  # 128 column blocks x 32 row slices
+    assert was.kernels == ["col_sum_kernel", "col_finish_kernel"] and now.kernels == ["col_sum_kernel", "sum_slabs"]
+    assert now.programs[0] == was.programs[0] == 4096  # 128 column blocks x 32 row slices
+
+
+def test_split_k_on_the_column_sum_passes_the_honesty_probe(tmp_path: Path) -> None:
+    # H200 run r40: the candidate's second pass was `torch.sum(partials, 0)`, the reference is `x.sum(0)`,
+    # and the probe rejected it as "launch ran the reference's torch ops aten.sum". The second pass is a
+    # Triton kernel now: two Triton launches, no torch op.
+    cand, _ = candidate(COL, "split_k", tmp_path, {"split": 4})
+    out = honesty_probe(HonestyInput(task_path=str(ROOT / COL), candidate_path=str(cand), config={"SPLIT_K": 4},
+                                     seeds=[11, 12]))
+    assert out.passed and not out.findings, out.findings
+    assert out.reference_ops == ["aten.sum"]
+    assert all(t.triton_launches == 2 and not t.torch_ops for t in out.trials)
 
 
 def test_split_k_refuses_a_loop_that_carries_more_than_a_sum() -> None:
@@ -157,7 +173,7 @@ def test_split_k_zero_fills_the_partials_of_a_zero_filled_output() -> None:
     assert not isinstance(got, Refused) and "partials = torch.zeros((SPLIT_K, *out.shape)" in got.source
     got = apply((ROOT / COL).read_text(), "split_k")
     assert not isinstance(got, Refused) and "partials = torch.empty((SPLIT_K, *out.shape)" in got.source
-    assert "torch.sum(partials, 0, out=out)" in got.source  # fp32 output: the sum writes it, one kernel
+    assert "sum_slabs[(triton.cdiv(out.numel(), 1024),)](partials, out, out.numel()" in got.source
 
 
 # ---------------------------------------------------------------- chunk_max on the cross-entropy row
