@@ -774,7 +774,8 @@ class Bus:
                 self._died(durable, "consumer loop cancelled")
 
         for n in range(workers):
-            task = asyncio.create_task(self._supervise(durable, _loop, stats), name=f"consume:{durable}:{n}")
+            name = f"consume:{durable}" + (f":{n}" if n else "")
+            task = asyncio.create_task(self._supervise(durable, _loop, stats), name=name)
             task.add_done_callback(_cancelled)
             self._tasks.append(task)
         return stats
