@@ -54,3 +54,6 @@ def test_unmeasured_passes_without_a_gpu_still_end_the_search() -> None:
     passed = [Attempt(candidate_id=f"c{n}", version=n, config=c, status="pass", layer="micro")
               for n, c in enumerate(tried, 1)]
     assert _configs(policy.plan(_ctx(passed)).candidates) == []
+    # one failure among unmeasured passes (a CPU job whose big tile ran out of shared memory): still the end
+    mixed = [*passed[:-1], Attempt(candidate_id="cx", version=99, config=tried[-1], status="fail", layer="static")]
+    assert _configs(policy.plan(_ctx(mixed)).candidates) == []

@@ -340,7 +340,9 @@ class RulesPolicy:
         if parent.derived:
             notes.append(f"no SPACE in the task: searching one derived from CONFIG ({', '.join(parent.space)})")
         configs = next_configs(p, history, self.options) if parent.space else []
-        if parent.space and not configs and not _scored(history) and any(a.status == "fail" for a in ctx.attempts):
+        # only when nothing passed: passes without a score mean no GPU here, and more seeds would not change that
+        if (parent.space and not configs and not _scored(history) and ctx.attempts
+                and all(a.status == "fail" for a in ctx.attempts)):
             configs = after_failures(p, history, self.options)
             notes.append(f"every config so far failed: {len(configs)} more seeds")
         # The search answers the findings a config change can fix; say which, with their line references,
