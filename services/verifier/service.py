@@ -24,10 +24,10 @@ from shared.service import ServiceRuntime
 from shared.subjects import verdict_subject
 from shared.toolclient import BusToolClient
 
-# One candidate at a time. The bus can run several consumer loops on the durable (`workers`), and H200 run
-# r40 ran the verifier with two (one candidate's static layer overlapping the other's GPU layers), but with
-# two in flight a stream-leader kill mid-job lost a patch decision (tests/e2e/test_cluster_failover.py,
-# twice in a row; none with one): kept at one until that interaction is understood.
+# One candidate at a time. The bus can run several consumer loops on the durable (`workers`); H200 run r40
+# ran the verifier with two: one candidate's static layer overlapped the other's GPU layers, but their micro
+# layers took turns on the GPU call by call and each got slower (30-58 s against 30-41 s), so the gain was
+# small. One until whole GPU layers are leased per candidate.
 # A killed verifier's candidate is redelivered after the bus's ack wait (30 s); a live one marks it in
 # progress, so the funnel's worst case (bench_ab up to 600 s) needs no longer ack wait.
 BATCH = 1
