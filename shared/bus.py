@@ -60,6 +60,10 @@ _DLQ_REASON = 8192
 # A request sent with a responder to watch carries this header: the taking instance publishes its micro
 # id there (shared/service.py), then the caller pings that id every _LIVENESS_S.
 ACK_TO_HEADER = "Kpilot-Ack-To"
+# What a responder publishes on that subject when its connection dropped and came back while it worked
+# (followed by why): its reply went out on the new connection, which may not answer a request that came
+# in on the old one, so the caller sends the request again (requests here are idempotent).
+ASK_AGAIN_PREFIX = b"ask-again:"
 SERVICE_ERROR_HEADER = "Nats-Service-Error"
 SERVICE_ERROR_CODE_HEADER = "Nats-Service-Error-Code"
 # The ack is published from the responder's event loop as the request arrives; a loaded 2-core machine
@@ -212,14 +216,22 @@ class _Watch:
     No task and no subscription of its own: the bus's one ack subscription hands it the ack (`acked`),
     a timer pings the responder every `_LIVENESS_S`, and `lost` gets why the responder is gone. A
     responder that does not acknowledge within `_ACK_DEADLINE_S` (not a ServiceRuntime) is not watched:
-    the request's own timeout applies."""
+    the request's own timeout applies. A responder whose own connection dropped and came back while it
+    worked says so on the same ack subject (`ASK_AGAIN`): its reply was refused by the server of its new
+    connection (`allow_responses` holds for the connection the request came in on), and the request's
+    wait ends with `_ASKED_AGAIN` (through `ends`): it sends itself once more. A responder is declared gone
+    on its second 'no responders' to a ping in a row: after one, it may be re-subscribing on another server
+    of a cluster."""
 
-    __slots__ = ("handle", "loop", "lost", "nc", "ping", "service", "t0", "task", "who")
+    __slots__ = ("again", "ends", "handle", "loop", "lost", "missed", "nc", "ping", "service", "t0", "task", "who")
 
     def __init__(self, nc: Client, service: str) -> None:
         self.nc, self.service = nc, service
         self.loop = asyncio.get_running_loop()
         self.lost: asyncio.Future[str] = self.loop.create_future()
+        self.again = ""  # why the responder asks for the request again ('' while it does not)
+        self.ends: _Ends | None = None  # the request's wait, ended by such a notice
+        self.missed = 0  # pings in a row answered 'no responders'
         self.t0 = time.monotonic()
         self.ping = ""
         self.who: dict[str, str] = {}
@@ -227,6 +239,11 @@ class _Watch:
         self.task: asyncio.Task[None] | None = None
 
     def acked(self, data: bytes) -> None:
+        if data.startswith(ASK_AGAIN_PREFIX):  # the responder reconnected mid-call: its reply was refused
+            self.again = data[len(ASK_AGAIN_PREFIX):].decode("utf-8", errors="replace") or "asked again"
+            if self.ends is not None:
+                self.ends.asked_again()
+            return
         if self.ping or self.lost.done() or time.monotonic() - self.t0 > _ACK_DEADLINE_S:
             return  # a second ack, or one past the deadline: the request is not watched
         try:
@@ -243,7 +260,12 @@ class _Watch:
     async def _ping(self) -> None:
         try:
             await self.nc.request(self.ping, b"", timeout=_PING_TIMEOUT_S)
+            self.missed = 0
         except nats.errors.NoRespondersError:
+            self.missed += 1
+            if self.missed < 2:  # re-subscribing after a reconnect of its own, perhaps: ask again
+                self.handle = self.loop.call_later(_LIVENESS_S, self._tick)
+                return
             if not self.lost.done():
                 self.lost.set_result(
                     f"{self.service} {self.who.get('instance', self.who.get('id', '?'))} took the request and "
@@ -299,7 +321,8 @@ class _InProgress:
 
 
 NO_RESPONDERS_STATUS = "503"  # the server's status for a request (or publish) nobody takes
-_LOST, _RECONNECTED, _EXPIRED = object(), object(), object()  # why a request's wait ended without a reply
+# why a request's wait ended without a reply
+_LOST, _RECONNECTED, _EXPIRED, _ASKED_AGAIN = object(), object(), object(), object()
 
 
 class _Replies:
@@ -360,6 +383,9 @@ class _Ends:
     def lost(self, f: asyncio.Future[str]) -> None:
         if not f.cancelled():
             self._end(_LOST)
+
+    def asked_again(self) -> None:
+        self._end(_ASKED_AGAIN)
 
     def expired(self) -> None:
         self._end(_EXPIRED)
@@ -473,6 +499,8 @@ class Bus:
         self._subs: list[JetStreamContext.PullSubscription] = []
         self._stopping = asyncio.Event()
         self.reconnected_at = 0.0  # time.monotonic() of the last reconnect, 0.0 if none
+        self.reconnects = 0  # reconnects so far: a connection epoch (a service's replies depend on it)
+        self.reconnect_hooks: list[Callable[[], None]] = []  # called on each reconnect (ServiceRuntime)
         self._reconnected: asyncio.Future[None] | None = None  # resolved (and dropped) on each reconnect
         self._acks: dict[str, _Watch] = {}  # ack subject of a watched request in flight -> its watch
         self._ack_sub: Subscription | None = None
@@ -498,6 +526,9 @@ class Bus:
 
     def on_reconnect(self) -> None:
         self.reconnected_at = time.monotonic()
+        self.reconnects += 1
+        for hook in self.reconnect_hooks:
+            hook()
         if self._reconnected is not None and not self._reconnected.done():
             self._reconnected.set_result(None)
         self._reconnected = None
@@ -592,6 +623,9 @@ class Bus:
             reconnected.add_done_callback(ends.reconnected)
             if watch:
                 watch.lost.add_done_callback(ends.lost)
+                watch.ends = ends
+                if watch.again:  # a notice that came before this wait was set up
+                    ends.asked_again()
             timer = asyncio.get_running_loop().call_later(max(deadline - time.monotonic(), 0.001), ends.expired)
             try:
                 got = await answer
@@ -608,6 +642,10 @@ class Bus:
                 raise ResponderLost(f"{subject}: {reason}")
             if got is _LOST or got is _RECONNECTED:  # the connection dropped and came back: the reply may be lost
                 self.log.info("request resent after a reconnect", subject=subject, message_id=msg.id)
+                continue
+            if got is _ASKED_AGAIN:
+                self.log.info("request resent: the responder's reply was refused", subject=subject,
+                              message_id=msg.id, reason=watch.again)  # type: ignore[union-attr]
                 continue
             if got is _EXPIRED:
                 raise RequestTimeout(f"no reply on {subject!r} within {timeout_s:g} s")

@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -27,12 +28,15 @@ from nats.micro.service import EndpointStats, Service
 
 from shared import limits, metrics
 from shared import logging as kplog
-from shared.bus import ACK_TO_HEADER, Bus, BusError
+from shared.bus import ACK_TO_HEADER, ASK_AGAIN_PREFIX, Bus, BusError
 from shared.messages import Heartbeat, HeartbeatAck
 from shared.natsauth import CA_ENV, CREDS_ENV
 from shared.subjects import HEARTBEAT_ACK, HEARTBEAT_PING
 
 VERSION = "0.1.0"
+# How long an answered reply may still sit in the client's write buffer: a reconnect within it may have
+# cost the reply (nats-py writes the buffer to the new server, which refuses it).
+_UNWRITTEN_S = 2.0
 DEFAULT_NATS = "nats://127.0.0.1:4222"
 
 
@@ -75,7 +79,10 @@ class ServiceRuntime:
         self.exit_code = 0
         self.dead: dict[str, str] = {}  # spawned task -> why it died
         self._inflight: set[asyncio.Task[None]] = set()
+        # (when, ack subject) of watched requests answered lately: a reconnect now may have cost the reply
+        self._answered: deque[tuple[float, str]] = deque()
         bus.on_fatal = self.fatal
+        bus.reconnect_hooks.append(self._on_reconnect)
 
     def health(self) -> Health:
         dead = {**self.bus.dead, **self.dead}
@@ -93,6 +100,38 @@ class ServiceRuntime:
         self.log.error("part of the service died, exiting for a restart", reason=reason)
         self.exit_code = EXIT_PART_DIED
         self.stop()
+
+    # ------------------------------------------------------------ replies a reconnect refused
+
+    def _answered_watched(self, ack_to: str, taken: int) -> None:
+        """A watched request was answered. Its reply left on the connection it came in on, unless the
+        connection dropped and came back since it was taken: the server of the new one refuses the reply
+        (`allow_responses` is per connection), so the caller is asked to send the request again."""
+        if self.bus.reconnects != taken:
+            self._ask_again(ack_to, f"{self.name} {self.instance} reconnected while it worked on the request")
+            return
+        now = time.monotonic()
+        self._answered.append((now, ack_to))
+        while self._answered and self._answered[0][0] < now - _UNWRITTEN_S:
+            self._answered.popleft()
+
+    def _on_reconnect(self) -> None:
+        """A reply still in the client's write buffer when the connection dropped goes out on the new
+        connection, and is refused: the requests answered just before ask again."""
+        cutoff = time.monotonic() - _UNWRITTEN_S
+        recent = [ack_to for t, ack_to in self._answered if t >= cutoff]
+        self._answered.clear()
+        for ack_to in recent:
+            self._ask_again(ack_to, f"{self.name} {self.instance} answered just before a reconnect")
+
+    def _ask_again(self, ack_to: str, why: str) -> None:
+        async def _send() -> None:
+            with contextlib.suppress(Exception):  # the caller may be gone; its own timeout applies then
+                await self.bus.nc.publish(ack_to, ASK_AGAIN_PREFIX + why.encode())
+
+        task = asyncio.get_running_loop().create_task(_send(), name="ask-again")
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
 
     def _stats(self, _endpoint: EndpointStats) -> object:
         return msgspec.to_builtins(self.health())
@@ -185,15 +224,20 @@ class ServiceRuntime:
                 log.exception("endpoint handler failed")
                 await answer_error(req, "internal", f"{name} failed: {type(e).__name__}: {str(e)[:500]}")
 
+        async def watched(req: Request, ack_to: str, taken: int) -> None:
+            await guarded(req)
+            self._answered_watched(ack_to, taken)
+
         async def entry(req: Request) -> None:
             ack_to = (req.headers or {}).get(ACK_TO_HEADER)
+            work = watched(req, ack_to, self.bus.reconnects) if ack_to else guarded(req)
             if not concurrent:
                 if ack_to:
                     with contextlib.suppress(Exception):
                         await self.bus.nc.publish(ack_to, ack)
-                await guarded(req)
+                await work
                 return
-            task = asyncio.create_task(guarded(req), name=f"endpoint:{name}")
+            task = asyncio.create_task(work, name=f"endpoint:{name}")
             self._inflight.add(task)
             task.add_done_callback(self._inflight.discard)
             if ack_to:

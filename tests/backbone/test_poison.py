@@ -1,7 +1,7 @@
 """No poison messages, against a real nats-server: whatever a message is or does to its handler, it is
 dead-lettered with the reason (or deferred, when a dependency is down) and the consumer goes on; a dead
 consumer loop makes health unhealthy and ends the service; a watched request fails fast when its
-responder dies."""
+responder dies, and is asked again when its responder's connection dropped and came back mid-call."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from shared.bus import Bus, ResponderLost, ServiceFailed, Unavailable
 from shared.limits import LimitExceeded, check, depth_exceeds
 from shared.messages import DeadLetter, Heartbeat, Message, ToolRequest, ToolResult, encode
+from shared.natsserver import EmbeddedServer
 from shared.service import EXIT_PART_DIED, ServiceRuntime, instances
 from tests.conftest import BusFactory
 
@@ -185,6 +186,107 @@ async def test_a_watched_request_fails_fast_when_its_responder_dies(make_bus: Bu
     assert time.monotonic() - t0 < 10  # seconds, not the 900 s timeout
     for t in svc._tasks:
         t.cancel()
+
+
+class _Relay:
+    """A TCP relay in front of the server. `drop()` cuts every connection through it, as a network blip
+    or the loss of one server of a cluster does to the clients on it: they reconnect, the others do not."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self.links: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._link, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def _link(self, down_r: asyncio.StreamReader, down_w: asyncio.StreamWriter) -> None:
+        up_r, up_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.links += [down_w, up_w]
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pipe(down_r, up_w), pipe(up_r, down_w))
+
+    def drop(self) -> None:
+        for w in self.links:
+            w.close()
+        self.links.clear()
+
+    def close(self) -> None:
+        self.drop()
+        self.server.close()
+
+
+async def test_a_watched_request_is_asked_again_when_its_responder_reconnects_mid_call(
+        nats_server: EmbeddedServer, make_bus: BusFactory) -> None:
+    """The toolrunner's connection drops while it works on a call and comes back (its server of a cluster
+    restarted; CI's rolling-restart test lost a patch decision so): the server of its new connection
+    refuses the reply (`allow_responses` is granted per connection, to the one the request came in on),
+    while the caller's own connection never dropped, so nothing else would ever ask again."""
+    relay = _Relay(nats_server.port)
+    await relay.start()
+    svc = await Bus.connect(nats_server.creds.url("toolrunner", "127.0.0.1", relay.port), "toolrunner")
+    runtime = ServiceRuntime("toolrunner", svc)
+    await runtime.start()
+    reply = encode(ToolResult(source="toolrunner", tool="t", tool_version="1", ok=True))
+    taken: list[str] = []
+
+    async def cut_mid_call(req) -> None:  # type: ignore[no-untyped-def]
+        taken.append(json.loads(req.data)["id"])
+        if len(taken) == 1:
+            relay.drop()
+            while not (svc.reconnected_at and svc.nc.is_connected):  # the reconnect this test is about
+                await asyncio.sleep(0.05)
+        await req.respond(reply)
+
+    await runtime.add_endpoint("cut", "tools.cut", cut_mid_call, concurrent=True)
+    client = await make_bus("verifier")
+    try:
+        got = await asyncio.wait_for(client.request("tools.cut", ToolRequest(source="verifier", tool="cut"),
+                                                    ToolResult, timeout_s=900, responder="toolrunner"), 20)
+        assert got.ok and len(taken) == 2 and taken[0] == taken[1]  # the same request, asked again once
+        assert client.reconnected_at == 0.0  # the caller itself never reconnected
+    finally:
+        runtime.stop()
+        await runtime.run_until_stopped()
+        relay.close()
+
+
+async def test_a_watched_responder_is_gone_only_after_two_missed_pings_in_a_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One 'no responders' to a ping may be a responder re-subscribing on another server after a reconnect
+    of its own (the request then goes on); a second in a row is its death."""
+    import nats.errors
+
+    import shared.bus as busmod
+    monkeypatch.setattr(busmod, "_LIVENESS_S", 0.01)
+    answers: list[bool] = []  # per ping: True answers, False is 'no responders'
+
+    class Pinged:
+        async def request(self, subject: str, data: bytes, timeout: float) -> None:
+            if not answers.pop(0):
+                raise nats.errors.NoRespondersError
+
+    for script, gone in (([False, True, False, True], False), ([True, False, False], True)):
+        answers[:] = script + [True] * 50
+        watch = busmod._Watch(Pinged(), "toolrunner")  # type: ignore[arg-type]
+        watch.acked(b'{"id": "abc", "instance": "vm-1", "service": "toolrunner"}')
+        while len(answers) > 50 - (0 if gone else 3) and not watch.lost.done():
+            await asyncio.sleep(0.01)
+        assert watch.lost.done() is gone, script
+        if gone:
+            assert "took the request and was gone" in watch.lost.result()
+        watch.stop()
 
 
 async def test_a_quick_answer_comes_without_an_ack_and_slow_work_is_acknowledged(

@@ -27,7 +27,7 @@ import pytest
 from services.kpilot.stack import wait_healthy
 from shared.bus import Bus
 from shared.ids import new_id
-from shared.messages import Candidate, OptimizeRequest, decode
+from shared.messages import Candidate, OptimizeRequest, Verdict, decode
 from shared.natscluster import restart_member, stream_leaders, stream_names
 from shared.natsserver import Credentials, free_port
 from shared.subjects import OPTIMIZE_REQUEST, SERVICE_NAMES
@@ -105,7 +105,8 @@ async def _job_through(tmp_path: Path, disrupt) -> dict:  # type: ignore[no-unty
     assert not [i for i, n in ids.items() if n > 1], "a message id is stored twice"
     assert len(cand_ids) == len(final.candidates) >= 1
     decided = Counter(getattr(m, "candidate_id", "") for _, m in patches)
-    assert set(decided) == cand_ids, f"lost patch decisions: {cand_ids - set(decided)}"
+    assert set(decided) == cand_ids, (f"lost patch decisions: {cand_ids - set(decided)}\n"
+                                      + _explain(final, everything, state_dir))
     assert max(decided.values()) == 1, f"duplicate patch decisions: {decided}"
     return {"leader": leader, "new_leaders": new_leaders, "servers": servers, "after": after}
 
@@ -143,6 +144,19 @@ async def _settled(wait: Callable[[], Awaitable[T]]) -> T:
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(1.0)
+
+
+def _explain(final, everything: list, state_dir: Path) -> str:  # type: ignore[no-untyped-def,type-arg]
+    """What a failed run needs to be read where only its output survives (CI): the job's end, its
+    verdicts, and the services' log lines other than the connection churn the disruption causes."""
+    verdicts = [f"{m.candidate_id}:{m.layer}:{m.status}" for m in everything if isinstance(m, Verdict)
+                and m.job_id == final.job_id]
+    lines = [f"job {final.status}: {final.reasons}", f"verdicts: {verdicts}"]
+    noise = ("nats error", "nats disconnected", "nats reconnected")
+    for log in sorted((state_dir / "logs").glob("*.log")):
+        kept = [ln[:400] for ln in log.read_text(errors="replace").splitlines() if not any(n in ln for n in noise)]
+        lines += [f"--- {log.name}", *kept[-12:]]
+    return "\n".join(lines)
 
 
 def _busy(port: int) -> bool:
