@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if wanted and (unknown := wanted - {n for m in metas for n in m.baselines}):
         known = sorted({n for m in metas for n in m.baselines})
         ap.error(f"--names {sorted(unknown)}: no selected task has these baselines; known: {known}")
-    from services.toolrunner.correctness import gpu_count
+    from services.toolrunner.tools.run_correctness.spec import gpu_count
 
     if gpu_count() == 0:
         ap.error("unavailable: no GPU (baselines are timed on the GPU only)")

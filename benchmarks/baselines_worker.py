@@ -1,6 +1,6 @@
 """Worker (run through services/toolrunner/sandbox.run_worker): time library baselines or the roofline.
 
-GPU only. Uses the bench tool's timing module (services/toolrunner/workers/_gpu_timing.py: do_bench's
+GPU only. Uses the bench tool's timing module (services/toolrunner/worker_lib/gpu_timing.py: do_bench's
 method, 256 MiB L2 flush outside the event pair, NVML-capped samples dropped), so baseline figures and the
 suite's kernel figures are taken the same way.
   kind "task":     a task's BASELINES at its full shape, plus torch.compile(mode="max-autotune") of its
@@ -135,7 +135,7 @@ def _time(
     fn: Any, bench: Any, nvml: Any, job: BaselineJob, graph_mode: str = "auto"
 ) -> tuple[BaselineTiming, str]:
     from services.toolrunner.timing_stats import drop_capped, summarize
-    from services.toolrunner.workers._gpu_timing import describe
+    from services.toolrunner.worker_lib.gpu_timing import describe
 
     plan = bench.plan(bench.estimate(fn), job.warmup_ms, job.rep_ms, graph_mode)
     (timed,) = bench.run([fn], plan, nvml)
@@ -152,8 +152,8 @@ def main() -> None:
 
     import torch
 
-    from services.toolrunner.workers._gpu_timing import Bench, Nvml, provenance
-    from services.toolrunner.workers._io import read_request, write_result
+    from services.toolrunner.worker_lib.gpu_timing import Bench, Nvml, provenance
+    from services.toolrunner.worker_lib.io import read_request, write_result
 
     job = read_request(BaselineJob)
     if job.kind == "check":

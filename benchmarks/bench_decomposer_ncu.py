@@ -2,7 +2,7 @@
 
 For every scored corpus case (tests/decomposer/corpus/, Triton and CUDA C++): launch the kernel once
 with real tensors (sizes below), profile that launch with the project's ncu worker
-(services/toolrunner/workers/ncu.py, run through the sandbox, --clock-control none), feed every numeric
+(services/toolrunner/tools/ncu_profile/worker.py, run through the sandbox, --clock-control none), feed every numeric
 counter to the decomposer as `TaskFacts.dynamic.ncu`, and score top-1 accuracy and high-severity false
 positives with static-only and with static+ncu evidence.
 
@@ -400,8 +400,8 @@ def profile_batch(batch: list[dict[str, Any]], ncu: str, tmp: Path, timeout_s: f
     import msgspec
 
     from services.toolrunner.sandbox import Limits, run_worker
-    from services.toolrunner.workers.launch_task import LaunchTaskRequest
-    from services.toolrunner.workers.ncu import NcuWorkerRequest, NcuWorkerResult
+    from services.toolrunner.tools.ncu_profile.worker import NcuWorkerRequest, NcuWorkerResult
+    from services.toolrunner.worker_lib.launch_task import LaunchTaskRequest
     from shared.parsers.ncu import NcuCsvError, requested_metrics
 
     cases = [e["case"] for e in batch]
@@ -422,7 +422,7 @@ def profile_batch(batch: list[dict[str, Any]], ncu: str, tmp: Path, timeout_s: f
     )
     t = time.monotonic()
     outcome = run_worker(
-        "services.toolrunner.workers.ncu",
+        "services.toolrunner.tools.ncu_profile.worker",
         msgspec.json.encode(wreq),
         Limits(timeout_s=timeout_s, memory_mb=None, gpu=0),
         writable=(tmp,),  # the shim task writes its launch manifest there; ncu its reports

@@ -14,7 +14,7 @@ ms (4.30-4.37 TB/s), across-run CV 0.67 %, within-run CV 0.31-3.12 %: FAIL. Each
 samples, sized from a 1.99 ms estimate of a 0.74 ms call, and the samples were synchronised one by one
 with an NVML read between them; the bench records of the same run (tests/fixtures/h200/bench_ab_vector_add
 .json) show the resulting noise: positive-only outliers of +4 to +29 %, in runs of rounds, on both sides of
-an A/B at once. services/toolrunner/workers/_gpu_timing.py now estimates per call (flush outside the
+an A/B at once. services/toolrunner/worker_lib/gpu_timing.py now estimates per call (flush outside the
 events, median of 5) and enqueues samples in ~10 ms chunks without a sync between them; the per-run
 samples are saved below (`samples_ms`) so the next run shows where any remaining noise is.
 """
@@ -45,8 +45,8 @@ def main() -> int:
 
     import msgspec
 
-    from services.toolrunner import bench
     from services.toolrunner.timing_stats import cv, summarize
+    from services.toolrunner.tools.bench import spec as bench
     from shared.tools.bench import BenchInput
 
     runs = []

@@ -224,7 +224,7 @@ def sweep(
     task: str, path: str, out: Path, gpu: int, end: float, precompile_procs: int = 0, env: Env = ()
 ) -> Table:
     """Time `task`'s legal configs not yet in `out` (precompiled first unless precompile_procs is 0)."""
-    from services.toolrunner import autotune
+    from services.toolrunner.tools.autotune import spec as autotune
     from shared.tools.bench import AutotuneInput
 
     space = legal_configs(path)
@@ -334,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{m.name}: {len(s.configs)} legal of {s.space_size}")
         print(f"total: {total} configs")
         return 0
-    from services.toolrunner.correctness import gpu_count
+    from services.toolrunner.tools.run_correctness.spec import gpu_count
 
     if gpu_count() == 0:
         ap.error("unavailable: no GPU (pass --dry-run to count the configs on CPU)")

@@ -17,7 +17,7 @@ from typing import Any
 BENCHMARK = "bench_decomposer_ncu"
 NOT_IN_LEDGER = "not in a ledger run"  # benchmarks/ledger.py run_stamp() outside a ledger run
 # What an ncu run that ran out of time says, in the words this benchmark writes for it: the ncu worker's
-# own timeout (services/toolrunner/workers/ncu.py) and the sandbox's (profile_batch: "ncu worker timeout").
+# own timeout (services/toolrunner/tools/ncu_profile/worker.py) and the sandbox's (profile_batch: "ncu worker timeout").
 _TIMEOUT_WORDS = ("ncu timed out after", "ncu worker timeout")
 
 

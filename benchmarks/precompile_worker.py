@@ -48,8 +48,8 @@ def main() -> None:
     import torch
 
     from benchmarks.search_eff import config_key
-    from services.toolrunner.workers._io import read_request, write_result
-    from services.toolrunner.workers._task_call import prepare
+    from services.toolrunner.worker_lib.io import read_request, write_result
+    from services.toolrunner.worker_lib.task_call import prepare
 
     job = read_request(PrecompileJob)
     if not torch.cuda.is_available():

@@ -75,7 +75,8 @@ class Recorder:
                 self.spawns.append(
                     {
                         "tool": TOOL.get(),
-                        "worker": module.rsplit(".", 1)[-1],
+                        # tools.<name>.worker -> <name>; worker_lib.load_task -> load_task
+                        "worker": module.removesuffix(".worker").rsplit(".", 1)[-1],
                         "role": req.get("role", ""),
                         "cases": len(req.get("cases") or req.get("seeds") or []),
                         "start_s": round(start - self.t0, 3),
@@ -123,9 +124,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    from services.toolrunner import compile as compile_tool
-    from services.toolrunner import ptxas_info
     from services.toolrunner.registry import local_executor
+    from services.toolrunner.tools.compile import spec as compile_tool
+    from services.toolrunner.tools.ptxas_info import spec as ptxas_info
     from services.verifier.funnel import VerifyJob, verify
     from shared.toolclient import InProcessToolClient
 

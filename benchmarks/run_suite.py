@@ -167,7 +167,7 @@ def static_layers(manifest: Any, meta: TaskMeta, planner: Any) -> tuple[dict[str
     elif planner is not None:
         notes.append(f"static_pass not counted: {funnel['space']} configs > {MAX_ENUMERATE}")
     # Triton through its compiler, CUDA C++ through nvcc: the compile tool picks by the task kind.
-    from services.toolrunner.compile import run as compile_run
+    from services.toolrunner.tools.compile.spec import run as compile_run
     from shared.tools.compile import CompileInput
 
     try:
@@ -194,8 +194,8 @@ def problem(manifest: Any, meta: TaskMeta, planner: Any, programs: dict[str, int
 def launch_programs(manifest: Any, meta: TaskMeta, planner: Any) -> tuple[dict[str, int], str]:
     """Programs per config at the full shape from the task's own launch() (the launch_grid tool, CPU, ~2 s),
     for the planner's waves estimate; ({}, why) when they cannot be recorded, and the model is used."""
-    from services.toolrunner import launch_grid
     from services.toolrunner.tool import ToolFailure
+    from services.toolrunner.tools.launch_grid import spec as launch_grid
     from shared.tools.grid import MAX_CONFIGS, LaunchGridInput
 
     if manifest.kind != "triton" or not manifest.space:
@@ -242,7 +242,7 @@ def search_loop(
 
 
 def _autotune(path: str, configs: list[dict[str, Any]], gpu: int, max_configs: int = 64) -> Any:
-    from services.toolrunner import autotune
+    from services.toolrunner.tools.autotune import spec as autotune
     from shared.tools.bench import AutotuneInput
 
     return autotune.run(
@@ -411,7 +411,8 @@ def run_task(
     row.evaluations = trace
     funnel["proposed"] = len(trace)
     funnel["timed_ok"] = sum(e.median_ms is not None for e in trace)
-    from services.toolrunner import bench_ab, correctness
+    from services.toolrunner.tools.bench_ab import spec as bench_ab
+    from services.toolrunner.tools.run_correctness import spec as correctness
     from shared.tools.bench import BenchABInput, BenchSubject
     from shared.tools.run import RunCorrectnessInput
 
@@ -670,7 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(str(e))
     t0 = time.monotonic()
     end = t0 + args.budget_s if args.budget_s else math.inf
-    from services.toolrunner.correctness import gpu_count
+    from services.toolrunner.tools.run_correctness.spec import gpu_count
 
     gpus = gpu_count()
     if not args.dry_run and gpus == 0:

@@ -21,10 +21,10 @@ class SpaceResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 def main() -> None:
     import math
 
-    from services.toolrunner.config_space import expand
     from services.toolrunner.task_runtime import import_task
-    from services.toolrunner.workers._io import read_request, write_result
-    from services.toolrunner.workers._task_call import resolve_shape
+    from services.toolrunner.tools.autotune.config_space import expand
+    from services.toolrunner.worker_lib.io import read_request, write_result
+    from services.toolrunner.worker_lib.task_call import resolve_shape
 
     job = read_request(SpaceJob)
     module = import_task(job.task_path)

@@ -24,8 +24,8 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from services.toolrunner.bench_ab import run as bench_ab
 from services.toolrunner.tool import ToolFailure
+from services.toolrunner.tools.bench_ab.spec import run as bench_ab
 from shared.messages import Scalar
 from shared.tools.bench import BenchABInput, BenchSubject
 from shared.transforms.base import Refused

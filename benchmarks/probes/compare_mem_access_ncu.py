@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from services.toolrunner.mem_access import run as mem_access
 from services.toolrunner.nvtools import find_tool
+from services.toolrunner.tools.mem_access_profile.spec import run as mem_access
 from shared.parsers.ncu import parse_ncu_csv
 from shared.tools.memaccess import MemAccessInput
 

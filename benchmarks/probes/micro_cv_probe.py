@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from services.toolrunner import bench
+from services.toolrunner.tools.bench import spec as bench
 from services.verifier.micro_checks import robust_cv
 from shared.tools.bench import BenchInput
 

@@ -2,7 +2,7 @@
 
     python benchmarks/probes/ncu_launch_cases.py <cases.json>   # [{"task_path", "shape", "config"}, ...]
 
-Like services/toolrunner/workers/launch_task.py, but for every case in turn: one warm-up launch (it
+Like services/toolrunner/worker_lib/launch_task.py, but for every case in turn: one warm-up launch (it
 compiles) outside the profiler range, then one launch between cudaProfilerStart/Stop, so
 `ncu --profile-from-start off` sees exactly one launch per case, and torch and CUDA start only once.
 """
@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
         cases = json.load(fh)
     import torch
 
-    from services.toolrunner.workers._task_call import prepare
+    from services.toolrunner.worker_lib.task_call import prepare
 
     t0 = time.monotonic()
     for c in cases:

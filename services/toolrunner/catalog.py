@@ -1,5 +1,10 @@
 """Every tool this runner can serve, in the order `kpilot tool --list` shows them: the tool registry.
 
+A tool is a package under services/toolrunner/tools/ named after it, whose `spec.py` defines `SPEC`
+(a ToolSpec); the catalog finds them there and sorts them by `SPEC.order`. A tool package's `__init__.py`
+stays empty: a worker started as `python -m services.toolrunner.tools.<name>.worker` imports it first, and
+inside the sandbox it must not import the runner side (spec.py, sandbox.py).
+
 `contracts()` is what callers may know of each tool; `kpilot schemas` renders it into
 shared/tools/catalog.py, the catalog services that may not import the toolrunner read (the planner's tool
 table), and a test fails when the two drift.
@@ -8,24 +13,27 @@ table), and a test fails when the two drift.
 from __future__ import annotations
 
 import importlib
+import itertools
+import pkgutil
 
+from services.toolrunner import tools
 from services.toolrunner.tool import ToolSpec
 from shared.tools.contract import ToolContract
 
-_MODULES = ("compile", "ptxas_info", "sass", "launch_config", "run_correctness:correctness", "bench",
-            "bench_ab", "ncu_profile", "sanitize", "mem_access_profile:mem_access", "autotune",
-            "honesty_probe:honesty", "load_task:task_info", "launch_grid")
-
 
 def load_specs() -> dict[str, ToolSpec]:
-    """name -> spec; imports the tool modules (silent: no tool does work at import)."""
-    specs: dict[str, ToolSpec] = {}
-    for entry in _MODULES:
-        name, _, module = entry.partition(":")
-        spec: ToolSpec = importlib.import_module(f"services.toolrunner.{module or name}").SPEC
-        assert spec.name == name, f"{module or name}.SPEC is named {spec.name!r}, catalog says {name!r}"
-        specs[name] = spec
-    return specs
+    """name -> spec, in catalog order; imports each tool's spec module (silent: no tool does work at import)."""
+    found: list[ToolSpec] = []
+    for pkg in pkgutil.iter_modules(tools.__path__):
+        if not pkg.ispkg:
+            continue
+        spec: ToolSpec = importlib.import_module(f"{tools.__name__}.{pkg.name}.spec").SPEC
+        assert spec.name == pkg.name, f"tools/{pkg.name}/spec.py: SPEC is named {spec.name!r}, not after its folder"
+        found.append(spec)
+    found.sort(key=lambda s: s.order)
+    for a, b in itertools.pairwise(found):
+        assert a.order != b.order, f"tools {a.name} and {b.name} both have order={a.order}; give each its own place"
+    return {spec.name: spec for spec in found}
 
 
 def contracts() -> tuple[ToolContract, ...]:

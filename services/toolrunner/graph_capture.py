@@ -1,5 +1,5 @@
 """Whether a launch can be timed by CUDA-graph replay, and why not, in full. Pure (the GPU probe that
-feeds it is workers/_gpu_timing.py's Bench.graph_refusal).
+feeds it is worker_lib/gpu_timing.py's Bench.graph_refusal).
 
 A launch path that synchronises with the host (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`,
 `torch.cuda.synchronize()`: a grid sized from a tensor's value, a host-side heuristic) cannot be captured:

@@ -7,10 +7,10 @@ one case do not depend on the candidate. Here a reference case is run once and i
 .npy output bytes are kept for the next candidates.
 
 The key is a sha256 over everything that can change the output: the worker module and the source of
-every file of the worker-side code (services/toolrunner/workers/, task_runtime.py, tricks.py), the
-versions of torch, triton and numpy, the sandbox limits that change what runs (interpreter, GPU index,
-extra environment), the task file's path and sha256, and the reference-side request for that one case
-(every field but the output directory). Only cases that ran to the end are kept (the callers decide); a
+every file of the tools' and the workers' code (services/toolrunner/tools/, worker_lib/, task_runtime.py,
+tricks.py), the versions of torch, triton and numpy, the sandbox limits that change what runs
+(interpreter, GPU index, extra environment), the task file's path and sha256, and the reference-side
+request for that one case (every field but the output directory). Only cases that ran to the end are kept (the callers decide); a
 case whose reference raised runs again.
 
 Where: in this process's memory only, never on disk. A candidate process cannot write or read it, not
@@ -54,8 +54,8 @@ class CachedCase:
 
 def _code_digest() -> str:
     h = hashlib.sha256()
-    for path in sorted([*(_HERE / "workers").glob("*.py"), *_WORKER_CODE]):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted([*(_HERE / "tools").glob("*/*.py"), *(_HERE / "worker_lib").glob("*.py"), *_WORKER_CODE]):
+        h.update(str(path.relative_to(_HERE)).encode() + b"\0" + path.read_bytes() + b"\0")
     for name in _PACKAGES:
         try:
             h.update(f"{name}={importlib.metadata.version(name)}\0".encode())

@@ -18,13 +18,13 @@ from nats.js.errors import ObjectNotFoundError
 from nats.js.object_store import ObjectStore
 from nats.micro.request import Request
 
-from services.toolrunner import compile as compile_tool
-from services.toolrunner import ptxas_info
 from services.toolrunner.catalog import load_specs
 from services.toolrunner.confinement import probe
 from services.toolrunner.nvtools import gpu_count
 from services.toolrunner.registry import ToolExecutor
 from services.toolrunner.task_paths import roots_from_env
+from services.toolrunner.tools.compile import spec as compile_tool
+from services.toolrunner.tools.ptxas_info import spec as ptxas_info
 from shared.messages import AuditRecord, ToolError, ToolRequest, ToolResult, decode, encode
 from shared.service import ServiceRuntime
 from shared.subjects import audit_subject, tool_subject

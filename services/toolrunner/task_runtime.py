@@ -1,7 +1,7 @@
 """Import a task file and give it one calling convention, whatever its kind. Worker-side only.
 
-Only sandboxed workers (services/toolrunner/workers/) import this module's callers' task files: a task is
-user code. `TaskRuntime` gives Triton, CUDA C++ and KernelBench tasks the same three calls, so the
+Only sandboxed workers (tools/<name>/worker.py, worker_lib/) import this module's callers' task files: a
+task is user code. `TaskRuntime` gives Triton, CUDA C++ and KernelBench tasks the same three calls, so the
 correctness, timing and compile workers need not care which kind they hold.
 """
 

@@ -1,6 +1,6 @@
 """Load a kernel task file into a `TaskManifest` without importing it in this process.
 
-The task is user code: a sandboxed worker (workers/load_task.py) imports it and checks every part
+The task is user code: a sandboxed worker (worker_lib/load_task.py) imports it and checks every part
 (task_parts.py). A task with problems is refused with all of them listed, each naming the part and
 showing the form it should take.
 """
@@ -14,7 +14,7 @@ import msgspec
 
 from services.toolrunner.sandbox import Limits, run_worker
 from services.toolrunner.task_paths import PathRefused, check_file
-from services.toolrunner.workers.load_task import LoadTaskResult
+from services.toolrunner.worker_lib.load_task import LoadTaskResult
 from shared.tools.task import LoadTaskInput, TaskManifest
 
 # Importing torch + triton and the task takes ~3 s on a 2-core CI machine; 120 s leaves room for a slow
@@ -47,7 +47,7 @@ def load_task(path: str | Path, limits: Limits = LOAD_LIMITS) -> TaskManifest:
     """The task's manifest; the file is imported only by a sandboxed worker, never in this process."""
     p = _checked(path)
     outcome = run_worker(
-        "services.toolrunner.workers.load_task", msgspec.json.encode(LoadTaskInput(path=str(p))), limits
+        "services.toolrunner.worker_lib.load_task", msgspec.json.encode(LoadTaskInput(path=str(p))), limits
     )
     if outcome.status != "ok" or outcome.result is None:
         raise TaskError(str(p), [f"loading the task {outcome.status}: {outcome.message}"])

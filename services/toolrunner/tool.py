@@ -1,6 +1,7 @@
 """What a tool is: a name, a version, typed input and output records, and the function that runs it.
 
-Each tool module defines `SPEC = ToolSpec(...)`; `services.toolrunner.catalog` lists them. The input and
+Each tool's package defines `SPEC = ToolSpec(...)` in `tools/<name>/spec.py`; `services.toolrunner.catalog`
+finds them there. The input and
 output JSON Schemas are generated from the record types, the request is validated against the input
 schema before anything runs and the output against the output schema before it is returned.
 """
@@ -31,7 +32,10 @@ class ToolFailure(Exception):
 
 @dataclass(frozen=True)
 class ToolSpec:
-    name: str
+    name: str  # the tool's folder under services/toolrunner/tools/ has the same name
+    # Its place in the catalog (`kpilot tool --list`, shared/tools/catalog.py): specs sort by it, no two alike.
+    # Steps of 10 leave room to put a new tool between two others.
+    order: int
     version: str
     description: str
     input: type[msgspec.Struct]

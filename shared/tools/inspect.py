@@ -81,7 +81,7 @@ class PtxasInfoOutput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 # ================================================================ sass (cubin disassembly)
-# Written by helper B (services/toolrunner/sass.py); keep this section when editing the ptxas_info part.
+# Written by helper B (services/toolrunner/tools/sass/spec.py); keep this section when editing the ptxas_info part.
 
 Disassembler = Literal["nvdisasm", "cuobjdump"]
 

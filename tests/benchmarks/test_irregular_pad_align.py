@@ -17,7 +17,7 @@ import pytest
 
 from benchmarks.suite import TASKS_DIR
 from services.toolrunner.artifacts import LocalArtifactStore, LocalResultCache
-from services.toolrunner.compile import Compiler
+from services.toolrunner.tools.compile.spec import Compiler
 from shared.tools.compile import CompileInput
 from shared.transforms.base import Applied
 from shared.transforms.table import apply

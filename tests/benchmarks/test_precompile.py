@@ -118,7 +118,7 @@ def test_negative_precompile_procs_is_refused() -> None:
 def test_precompiled_configs_fill_the_shared_cache_and_time_from_it(
     configs: list[dict], tmp_path: Path
 ) -> None:
-    from services.toolrunner import autotune
+    from services.toolrunner.tools.autotune import spec as autotune
     from shared.tools.bench import AutotuneInput
 
     some = configs[:: len(configs) // 8][:8]

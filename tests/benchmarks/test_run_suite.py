@@ -65,7 +65,7 @@ def test_unknown_task_is_refused_with_the_known_names() -> None:
 
 
 def test_without_a_gpu_the_real_run_is_refused() -> None:
-    from services.toolrunner.correctness import gpu_count
+    from services.toolrunner.tools.run_correctness.spec import gpu_count
 
     if gpu_count():
         pytest.skip("a GPU is present")

@@ -22,7 +22,9 @@ def _stats(ms: float) -> SimpleNamespace:
 
 @pytest.mark.slow
 def test_gpu_path_searches_falls_back_and_ships_the_correct_best(monkeypatch: pytest.MonkeyPatch) -> None:
-    from services.toolrunner import autotune, bench_ab, correctness
+    from services.toolrunner.tools.autotune import spec as autotune
+    from services.toolrunner.tools.bench_ab import spec as bench_ab
+    from services.toolrunner.tools.run_correctness import spec as correctness
 
     meta = select("l1_vector_add")[0]
     timed: list[dict] = []

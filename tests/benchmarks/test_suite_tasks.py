@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.suite import TASKS_DIR, all_tasks, read_meta
-from services.toolrunner.correctness import SPEC as CORRECTNESS
 from services.toolrunner.tasks import load_task
+from services.toolrunner.tools.run_correctness.spec import SPEC as CORRECTNESS
 from shared.tools.run import RunCorrectnessInput
 
 TASKS = all_tasks()

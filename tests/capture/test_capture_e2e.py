@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from services.toolrunner.correctness import run as run_correctness
 from services.toolrunner.tasks import load_task
+from services.toolrunner.tools.run_correctness.spec import run as run_correctness
 from shared.natsserver import free_port
 from shared.tools.run import RunCorrectnessInput
 

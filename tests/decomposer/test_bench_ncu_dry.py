@@ -142,7 +142,7 @@ def test_the_profiling_shim_imports_inside_the_sandbox(tmp_path: Path) -> None:
     import msgspec
 
     from services.toolrunner.sandbox import Limits, run_worker
-    from services.toolrunner.workers.load_task import LoadTaskResult
+    from services.toolrunner.worker_lib.load_task import LoadTaskResult
     from shared.tools.task import LoadTaskInput
 
     shim = tmp_path / "shim.py"
@@ -150,7 +150,7 @@ def test_the_profiling_shim_imports_inside_the_sandbox(tmp_path: Path) -> None:
     req = msgspec.json.encode(LoadTaskInput(path=str(shim)))
 
     def load(packages: tuple[str, ...]) -> LoadTaskResult:
-        out = run_worker("services.toolrunner.workers.load_task", req, Limits(timeout_s=120),
+        out = run_worker("services.toolrunner.worker_lib.load_task", req, Limits(timeout_s=120),
                          writable=(tmp_path,), packages=packages)
         if out.status == "unavailable":
             pytest.skip(out.stderr_tail)

@@ -288,7 +288,7 @@ class GridIO(MemoryIO):
     async def call_tool(self, name: str, args: dict[str, Any]) -> ToolResult:
         if name != "launch_grid":
             return await super().call_tool(name, args)
-        from services.toolrunner.launch_grid import run
+        from services.toolrunner.tools.launch_grid.spec import run
         from shared.tools.grid import LaunchGridInput
 
         self.grid_calls += 1

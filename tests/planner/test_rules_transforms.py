@@ -148,7 +148,7 @@ def _suite_ctx(name: str, kernel: str, dot: bool, patterns: list[str]) -> Planne
     """A suite task's context as the loop builds it: programs per SPACE config from the launch_grid tool
     (run here on CPU, meta-device inputs), the findings given."""
     from services.planner.search import all_configs, programs_from
-    from services.toolrunner.launch_grid import run
+    from services.toolrunner.tools.launch_grid.spec import run
     from shared.tools.grid import LaunchGridInput
 
     path = TASKS / name

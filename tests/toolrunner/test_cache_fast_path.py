@@ -31,7 +31,7 @@ def _executor(tmp_path: Path, runs: list[str]) -> ToolExecutor:
         runs.append(args.task_path)
         return Out(lines=len(Path(args.task_path).read_text().splitlines()))
 
-    spec = ToolSpec(name="count", version="1", description="lines of a task", input=Args, output=Out, run=run,
+    spec = ToolSpec(name="count", order=10, version="1", description="lines of a task", input=Args, output=Out, run=run,
                     cacheable=True)
     return ToolExecutor({"count": spec}, gpus=0, runner="test", roots=TaskRoots((str(tmp_path.resolve()),)))
 

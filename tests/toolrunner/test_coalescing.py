@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.toolrunner.coalescing import lane_plan, scalar_plan, tally
+from services.toolrunner.tools.mem_access_profile.coalescing import lane_plan, scalar_plan, tally
 from shared.parsers.ttgir_memops import BlockedLayout
 
 ONE_D = BlockedLayout((1,), (32,), (4,), (0,))

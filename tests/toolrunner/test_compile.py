@@ -12,8 +12,8 @@ import msgspec
 import pytest
 
 from services.toolrunner.artifacts import LocalArtifactStore, LocalResultCache, sha256_hex
-from services.toolrunner.compile import SPEC, Compiler, cache_key, resolve
 from services.toolrunner.tool import ToolFailure
+from services.toolrunner.tools.compile.spec import SPEC, Compiler, cache_key, resolve
 from shared.tools.compile import CompileInput, CompileOutput
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from services.toolrunner.config_space import expand, merge
 from services.toolrunner.task_runtime import import_task
+from services.toolrunner.tools.autotune.config_space import expand, merge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from services.toolrunner.correctness import SPEC, resolve_cases, run
 from services.toolrunner.tasks import load_task
 from services.toolrunner.tool import ToolFailure
+from services.toolrunner.tools.run_correctness.spec import SPEC, resolve_cases, run
 from shared.tools.run import RunCorrectnessInput, RunCorrectnessOutput
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The sampling loop of workers/_gpu_timing.py on CPU, with a recording stand-in for torch.cuda.
+"""The sampling loop of worker_lib/gpu_timing.py on CPU, with a recording stand-in for torch.cuda.
 
 It checks the order of what is enqueued, not times (those need the H200): flush outside every event pair,
 ABBA rounds, chunk c+1 enqueued before the host waits on chunk c (no sync between samples), NVML read once
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from services.toolrunner.workers._gpu_timing import Bench, Plan
+from services.toolrunner.worker_lib.gpu_timing import Bench, Plan
 
 
 class Log:

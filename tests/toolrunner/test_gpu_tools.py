@@ -16,11 +16,15 @@ import jsonschema
 import msgspec
 import pytest
 
-from services.toolrunner import autotune, bench, bench_ab, ncu_profile, sanitize
 from services.toolrunner.nvtools import find_tool, gpu_count
 from services.toolrunner.sandbox import Limits, run_worker
-from services.toolrunner.workers.launch_task import LaunchTaskRequest
-from services.toolrunner.workers.sanitize import SanitizeWorkerRequest, SanitizeWorkerResult
+from services.toolrunner.tools.autotune import spec as autotune
+from services.toolrunner.tools.bench import spec as bench
+from services.toolrunner.tools.bench_ab import spec as bench_ab
+from services.toolrunner.tools.ncu_profile import spec as ncu_profile
+from services.toolrunner.tools.sanitize import spec as sanitize
+from services.toolrunner.tools.sanitize.worker import SanitizeWorkerRequest, SanitizeWorkerResult
+from services.toolrunner.worker_lib.launch_task import LaunchTaskRequest
 from shared.parsers.sanitizer import parse_sanitizer_output
 from shared.tools.bench import (
     AutotuneInput,
@@ -199,7 +203,7 @@ def test_sanitize_finds_the_wild_read() -> None:
         launch=LaunchTaskRequest(task_path=WILD_READ, shape="micro"),
     )
     outcome = run_worker(
-        "services.toolrunner.workers.sanitize",
+        "services.toolrunner.tools.sanitize.worker",
         msgspec.json.encode(req),
         Limits(timeout_s=120, memory_mb=None, gpu=0),
     )

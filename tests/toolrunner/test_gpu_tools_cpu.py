@@ -10,9 +10,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from services.toolrunner import autotune, bench, bench_ab, launch_config, ncu_profile, sanitize, sass
 from services.toolrunner.nvtools import gpu_count
 from services.toolrunner.tool import ToolFailure
+from services.toolrunner.tools.autotune import spec as autotune
+from services.toolrunner.tools.bench import spec as bench
+from services.toolrunner.tools.bench_ab import spec as bench_ab
+from services.toolrunner.tools.launch_config import spec as launch_config
+from services.toolrunner.tools.ncu_profile import spec as ncu_profile
+from services.toolrunner.tools.sanitize import spec as sanitize
+from services.toolrunner.tools.sass import spec as sass
 from shared.tools.bench import AutotuneInput, BenchABInput, BenchInput, BenchSubject
 from shared.tools.profile import NcuProfileInput, SanitizeInput
 
@@ -30,7 +36,7 @@ no_gpu = pytest.mark.skipif(gpu_count() > 0, reason="this machine has a GPU")
         (sanitize, SanitizeInput(task_path=VECTOR_ADD)),
         (autotune, AutotuneInput(task_path=VECTOR_ADD)),
     ],
-    ids=lambda x: getattr(x, "__name__", "").rsplit(".", 1)[-1] or None,
+    ids=lambda x: x.SPEC.name if hasattr(x, "SPEC") else None,
 )
 def test_gpu_tool_without_gpu_is_unavailable(tool, req) -> None:
     with pytest.raises(ToolFailure) as e:
@@ -85,7 +91,7 @@ def test_autotune_too_big_config_exceeds_hopper_shared_memory(tmp_path: Path) ->
     (8192^3, aligned) the same config needs 524288 B.
     """
     from services.toolrunner.artifacts import LocalArtifactStore, LocalResultCache
-    from services.toolrunner.compile import Compiler
+    from services.toolrunner.tools.compile.spec import Compiler
     from shared.tools.compile import CompileInput
     from tests.toolrunner.test_gpu_tools import MATMUL, TOO_BIG_MATMUL_CONFIG
 

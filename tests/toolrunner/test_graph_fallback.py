@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from services.toolrunner.graph_capture import decide_graph, exception_text, host_syncs, sync_refusal
-from services.toolrunner.workers._gpu_timing import Plan, describe
+from services.toolrunner.worker_lib.gpu_timing import Plan, describe
 from tests.toolrunner.test_gpu_timing_cpu import FakeNvml, Log, call, fake_bench
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"

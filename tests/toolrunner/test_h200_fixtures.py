@@ -93,7 +93,7 @@ def test_bench_noise_report_is_consistent() -> None:
     assert rep["within_run_cv_max"] == max(rep["within_run_cv"])
     assert rep["across_run_cv"] == pytest.approx(summarize(rep["run_medians_ms"]).cv, rel=1e-12)
     # Run 1 measured within-run CV 0.31-3.12 %, across-run 0.67 %: it failed the 1 % target (see
-    # services/toolrunner/workers/_gpu_timing.py for what in the method caused it).
+    # services/toolrunner/worker_lib/gpu_timing.py for what in the method caused it).
     passed = rep["within_run_cv_max"] <= rep["target_cv"] and rep["across_run_cv"] <= rep["target_cv"]
     assert rep["passed"] == passed
 
@@ -143,7 +143,7 @@ def test_ncu_duration_agrees_with_the_bench_of_the_same_config(ncu_add: NcuKerne
 def test_in_place_task_replays_one_restored_call_per_graph_on_the_h200() -> None:
     """Run r33: INPLACE = (0,) restored outside the events, a CUDA graph of one call per sample (k unrolled
     calls would each run on the previous call's output). Run r32 timed the same task host-bound (estimate
-    53 us, no graph) before the estimate held the GPU (workers/_gpu_timing.py HOLD_CYCLES)."""
+    53 us, no graph) before the estimate held the GPU (worker_lib/gpu_timing.py HOLD_CYCLES)."""
     rec = _load("bench_inplace_micro.json")
     assert rec.method.cuda_graph and rec.method.calls_per_sample == 1  # type: ignore[attr-defined]
     assert "restored before every timed call, outside the events" in rec.method.description  # type: ignore

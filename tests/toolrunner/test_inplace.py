@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from services.toolrunner.correctness import run
 from services.toolrunner.tasks import TaskError, load_task
-from services.toolrunner.workers._task_call import prepare
-from services.toolrunner.workers._tensors import call_outputs, declared_indices, inplace_problem
+from services.toolrunner.tools.run_correctness.spec import run
+from services.toolrunner.worker_lib.task_call import prepare
+from services.toolrunner.worker_lib.tensors import call_outputs, declared_indices, inplace_problem
 from shared.tools.run import RunCorrectnessInput
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"

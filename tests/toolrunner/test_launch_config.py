@@ -9,9 +9,9 @@ import jsonschema
 import msgspec
 import pytest
 
-from services.toolrunner.launch_config import SPEC
-from services.toolrunner.occupancy import launch_config
 from services.toolrunner.tool import ToolFailure
+from services.toolrunner.tools.launch_config.occupancy import launch_config
+from services.toolrunner.tools.launch_config.spec import SPEC
 from shared.gpu_facts import H200
 from shared.parsers.ncu import parse_ncu_csv
 from shared.tools.launch import LaunchConfigInput, LaunchConfigOutput

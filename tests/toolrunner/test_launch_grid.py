@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from services.planner.search import programs_from
-from services.toolrunner.launch_grid import run
 from services.toolrunner.tool import ToolFailure
+from services.toolrunner.tools.launch_grid.spec import run
 from shared.tools.grid import MAX_CONFIGS, LaunchGridInput
 from shared.transforms.base import Refused
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from services.toolrunner.mem_access import run
 from services.toolrunner.tool import ToolFailure
+from services.toolrunner.tools.mem_access_profile.spec import run
 from shared.tools.memaccess import KernelMemProfile, MemAccessInput, MemInstruction
 
 ROOT = Path(__file__).resolve().parents[2]

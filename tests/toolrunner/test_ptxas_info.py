@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from services.toolrunner.artifacts import LocalArtifactStore, LocalResultCache
-from services.toolrunner.compile import Compiler
-from services.toolrunner.ptxas_info import SPEC, PtxasInfo
 from services.toolrunner.tool import ToolFailure
+from services.toolrunner.tools.compile.spec import Compiler
+from services.toolrunner.tools.ptxas_info.spec import SPEC, PtxasInfo
 from shared.parsers.ptxas import parse_ptxas_v, parse_res_usage, with_res_usage
 from shared.tools.inspect import ConstantBank, PtxasInfoInput
 

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from services.toolrunner import correctness, honesty, reference_cache
+from services.toolrunner import reference_cache
+from services.toolrunner.tools.honesty_probe import spec as honesty
+from services.toolrunner.tools.run_correctness import spec as correctness
 from shared.tools.honesty import HonestyInput
 from shared.tools.run import RunCorrectnessInput
 
@@ -31,7 +33,7 @@ def spawns(monkeypatch: pytest.MonkeyPatch) -> list[Spawn]:
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def recorded(module: str, request: bytes, *a: Any, **kw: Any) -> Any:
             req = json.loads(request)
-            seen.append((module.rsplit(".", 1)[-1], req["role"], len(req.get("cases") or req["seeds"])))
+            seen.append((module.split(".")[-2], req["role"], len(req.get("cases") or req["seeds"])))
             return original(module, request, *a, **kw)
 
         return recorded
@@ -49,11 +51,11 @@ def _correctness(config: dict[str, int], task: Path = TASK, seeds: tuple[int, ..
 def test_second_candidate_of_a_task_runs_no_reference_process(spawns: list[Spawn]) -> None:
     first = _correctness({"BLOCK": 256})
     assert first.passed, first.summary
-    assert spawns == [("correctness", "candidate", 6), ("correctness", "reference", 6)]
+    assert spawns == [("run_correctness", "candidate", 6), ("run_correctness", "reference", 6)]
     spawns.clear()
     second = _correctness({"BLOCK": 512, "num_warps": 2})
     assert second.passed, second.summary
-    assert spawns == [("correctness", "candidate", 6)]  # the reference's 6 cases were kept
+    assert spawns == [("run_correctness", "candidate", 6)]  # the reference's 6 cases were kept
     assert [c.outputs[0].mismatches for c in second.cases] == [0] * 6
     assert any(n.startswith("reference outputs of 6/6 cases reused") for n in second.notes)
     assert second.device == first.device
@@ -63,7 +65,7 @@ def test_second_candidate_of_a_task_runs_no_reference_process(spawns: list[Spawn
             for cfg in ({"BLOCK": 256}, {"BLOCK": 512})]
     assert all(o.passed for o in outs), [o.summary for o in outs]
     # reference then candidate for the first, only the candidate for the second
-    assert spawns == [("honesty", "reference", 2), ("honesty", "candidate", 2), ("honesty", "candidate", 2)]
+    assert spawns == [("honesty_probe", "reference", 2), ("honesty_probe", "candidate", 2), ("honesty_probe", "candidate", 2)]
     assert outs[1].reference_ops == outs[0].reference_ops == ["aten.add"]  # kept with the outputs
 
 
@@ -73,12 +75,12 @@ def test_changed_task_file_or_new_seed_runs_the_reference_again(spawns: list[Spa
     assert _correctness({"BLOCK": 256}, task).passed
     spawns.clear()
     assert _correctness({"BLOCK": 256}, task, seeds=(0, 1, 2)).passed
-    assert spawns == [("correctness", "candidate", 9), ("correctness", "reference", 3)]  # seed 2 only
+    assert spawns == [("run_correctness", "candidate", 9), ("run_correctness", "reference", 3)]  # seed 2 only
 
     spawns.clear()
     task.write_text(TASK.read_text() + "\n# edited: another file, another key\n")
     assert _correctness({"BLOCK": 256}, task).passed
-    assert spawns == [("correctness", "candidate", 6), ("correctness", "reference", 6)]
+    assert spawns == [("run_correctness", "candidate", 6), ("run_correctness", "reference", 6)]
 
 
 # Appended to a copy of the task: a launch that returns a reference output of its shape if it finds one
@@ -125,5 +127,5 @@ def test_a_candidate_finds_no_kept_reference_output(
     cheat.write_text(TASK.read_text() + READS_KEPT.format(top=str(top)))
     out = correctness.run(RunCorrectnessInput(task_path=str(TASK), candidate_path=str(cheat), shapes=["micro"],
                                               seeds=[0], device="cpu"))
-    assert spawns[-1] == ("correctness", "candidate", 1)  # the reference was kept, not run again
+    assert spawns[-1] == ("run_correctness", "candidate", 1)  # the reference was kept, not run again
     assert not out.passed and out.cases[0].status == "fail", out.summary

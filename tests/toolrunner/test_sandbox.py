@@ -226,8 +226,8 @@ def test_a_harness_names_the_extra_packages_its_worker_imports(tmp_path: Path,
     task = tmp_path / "shim_task.py"
     task.write_text("import tests.decomposer.corpus  # noqa: F401\n")
     req = json.dumps({"path": str(task)}).encode()
-    hidden = run_worker("services.toolrunner.workers.load_task", req, Limits(timeout_s=120), writable=(tmp_path,))
-    shown = run_worker("services.toolrunner.workers.load_task", req, Limits(timeout_s=120), writable=(tmp_path,),
+    hidden = run_worker("services.toolrunner.worker_lib.load_task", req, Limits(timeout_s=120), writable=(tmp_path,))
+    shown = run_worker("services.toolrunner.worker_lib.load_task", req, Limits(timeout_s=120), writable=(tmp_path,),
                        packages=("tests",))
     assert "No module named 'tests'" in json.dumps(json.loads(hidden.result or b"{}")), hidden
     assert "No module named 'tests'" not in json.dumps(json.loads(shown.result or b"{}")), shown

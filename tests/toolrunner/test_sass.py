@@ -8,9 +8,9 @@ import jsonschema
 import msgspec
 import pytest
 
-from services.toolrunner.cubin_elf import CubinError, kernel_names
-from services.toolrunner.sass import SPEC
 from services.toolrunner.tool import ToolFailure
+from services.toolrunner.tools.sass.cubin_elf import CubinError, kernel_names
+from services.toolrunner.tools.sass.spec import SPEC
 from shared.parsers.sass import arch_of, kernels_from_text, parse_sass, split_operands
 from shared.tools.inspect import SassInput, SassOutput
 

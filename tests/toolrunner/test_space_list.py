@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from services.toolrunner.config_space import expand
 from services.toolrunner.tasks import TaskError, load_task
+from services.toolrunner.tools.autotune.config_space import expand
 from shared.space_list import domains, points, problems
 
 CONFIG = {"BLOCK": 128, "num_warps": 4, "num_stages": 1}

@@ -114,19 +114,17 @@ def test_the_run_tools_share_one_load_per_file_content(
 ) -> None:
     """Every tool that checks a request against a task reads its manifest through load_for_tool, the
     content-keyed cache: one sandboxed import per file version, and an edited file is imported again."""
-    from services.toolrunner import (
-        autotune,
-        bench,
-        bench_ab,
-        compile,
-        correctness,
-        honesty,
-        mem_access,
-        ncu_profile,
-        sanitize,
-        tasks,
-    )
+    from services.toolrunner import tasks
     from services.toolrunner.tool import ToolFailure
+    from services.toolrunner.tools.autotune import spec as autotune
+    from services.toolrunner.tools.bench import spec as bench
+    from services.toolrunner.tools.bench_ab import spec as bench_ab
+    from services.toolrunner.tools.compile import spec as compile
+    from services.toolrunner.tools.honesty_probe import spec as honesty
+    from services.toolrunner.tools.mem_access_profile import spec as mem_access
+    from services.toolrunner.tools.ncu_profile import spec as ncu_profile
+    from services.toolrunner.tools.run_correctness import spec as correctness
+    from services.toolrunner.tools.sanitize import spec as sanitize
 
     for tool in (autotune, bench, bench_ab, compile, correctness, honesty, mem_access, ncu_profile, sanitize):
         assert tool.load_for_tool is tasks.load_for_tool, tool.__name__

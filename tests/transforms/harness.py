@@ -11,8 +11,8 @@ import msgspec
 from services.decomposer.analyze import artifacts_from
 from services.decomposer.decompose import decompose
 from services.toolrunner.artifacts import LocalArtifactStore, LocalResultCache
-from services.toolrunner.compile import Compiler
-from services.toolrunner.correctness import run as run_correctness
+from services.toolrunner.tools.compile.spec import Compiler
+from services.toolrunner.tools.run_correctness.spec import run as run_correctness
 from shared.messages import Scalar
 from shared.tools.compile import CompileInput
 from shared.tools.decompose import TaskFacts

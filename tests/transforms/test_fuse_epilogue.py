@@ -13,8 +13,8 @@ from services.decomposer.analyze import artifacts_from
 from services.decomposer.decompose import decompose
 from services.planner.context import PlannerContext, read_task
 from services.planner.policies.rules import RulesPolicy
-from services.toolrunner.launch_grid import run as launch_grid
 from services.toolrunner.tasks import load_task_cached
+from services.toolrunner.tools.launch_grid.spec import run as launch_grid
 from shared.tools.compile import CompileInput
 from shared.tools.decompose import Finding, TaskFacts
 from shared.tools.grid import LaunchGridInput

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from services.toolrunner.launch_grid import run as launch_grid
+from services.toolrunner.tools.launch_grid.spec import run as launch_grid
 from shared.tools.grid import LaunchGridInput
 from shared.transforms.base import Refused
 from shared.transforms.table import apply

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from services.toolrunner.honesty import run as honesty_probe
-from services.toolrunner.launch_grid import run as launch_grid
+from services.toolrunner.tools.honesty_probe.spec import run as honesty_probe
+from services.toolrunner.tools.launch_grid.spec import run as launch_grid
 from shared.parsers.ttgir import parse_ttgir
 from shared.tools.decompose import TaskFacts
 from shared.tools.grid import LaunchGridInput

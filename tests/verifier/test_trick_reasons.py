@@ -54,7 +54,7 @@ def test_the_namer_tells_empty_constant_reference_and_torch_compute_apart() -> N
 
 
 TORCH_CUDA_CRASH = """Traceback (most recent call last):
-  File "/w/services/toolrunner/workers/bench.py", line 88, in main
+  File "/w/services/toolrunner/tools/bench/worker.py", line 88, in main
     torch.cuda.synchronize()
 torch.AcceleratorError: CUDA error: an illegal memory access was encountered
 CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.

@@ -2,7 +2,7 @@
 
 import socket
 
-from services.toolrunner.workers._io import read_request, write_result
+from services.toolrunner.worker_lib.io import read_request, write_result
 
 req = read_request(dict)
 try:

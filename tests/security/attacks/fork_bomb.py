@@ -3,7 +3,7 @@
 import os
 import time
 
-from services.toolrunner.workers._io import write_result
+from services.toolrunner.worker_lib.io import write_result
 
 forked, error = 0, ""
 while forked < 100_000:

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 
-from services.toolrunner.workers._io import read_request, write_result
+from services.toolrunner.worker_lib.io import read_request, write_result
 
 req = read_request(dict)
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})

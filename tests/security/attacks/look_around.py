@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from services.toolrunner.workers._io import read_request, write_result
+from services.toolrunner.worker_lib.io import read_request, write_result
 
 req = read_request(dict)
 text = Path("/proc/self/status").read_text()

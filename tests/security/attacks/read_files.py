@@ -1,6 +1,6 @@
 """Try to read each target file (users.json, nats.conf, the creds of a stack); report what was read."""
 
-from services.toolrunner.workers._io import read_request, write_result
+from services.toolrunner.worker_lib.io import read_request, write_result
 from tests.security.attacks._targets import unwrap
 
 got = {}

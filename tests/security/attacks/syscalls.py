@@ -3,7 +3,7 @@
 import ctypes
 import os
 
-from services.toolrunner.workers._io import write_result
+from services.toolrunner.worker_lib.io import write_result
 
 libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000

@@ -1,6 +1,6 @@
 """Try to append to / create each target (the task's reference, the repo, policy.py, host /tmp)."""
 
-from services.toolrunner.workers._io import read_request, write_result
+from services.toolrunner.worker_lib.io import read_request, write_result
 from tests.security.attacks._targets import unwrap
 
 got = {}

@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from services.toolrunner.workers._io import write_result
+from services.toolrunner.worker_lib.io import write_result
 
 entry = Path(os.environ["TRITON_CACHE_DIR"]) / "abc123" / "kernel.cubin"
 entry.parent.mkdir(parents=True, exist_ok=True)

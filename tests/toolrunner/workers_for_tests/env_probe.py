@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from services.toolrunner.workers._io import write_result
+from services.toolrunner.worker_lib.io import write_result
 
 scratch = Path(os.environ["KPILOT_SCRATCH"])
 (scratch / "leftover.bin").write_bytes(b"x" * 1024)

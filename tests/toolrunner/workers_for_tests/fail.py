@@ -1,7 +1,7 @@
 """Read the request, then raise: a plain failure with a traceback on stderr and no result."""
 
 
-from services.toolrunner.workers._io import read_request
+from services.toolrunner.worker_lib.io import read_request
 
 request = read_request(dict)
 raise ValueError(f"bad kernel name {request['kernel']!r}: use one of the task's KERNELS")

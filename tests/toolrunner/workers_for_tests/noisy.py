@@ -2,7 +2,7 @@
 
 import sys
 
-from services.toolrunner.workers._io import read_request, write_result
+from services.toolrunner.worker_lib.io import read_request, write_result
 
 request = read_request(dict)
 print('{"answer": "from stdout, must be ignored"}')

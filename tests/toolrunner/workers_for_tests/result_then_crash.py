@@ -2,7 +2,7 @@
 
 import ctypes
 
-from services.toolrunner.workers._io import write_result
+from services.toolrunner.worker_lib.io import write_result
 
 write_result({"ok": True})
 ctypes.string_at(0)
