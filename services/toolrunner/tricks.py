@@ -63,19 +63,75 @@ def name_trick(outputs: list[Any] | None, ops: set[str], ref_ops: set[str],
 
 
 def op_recorder() -> Any:
+    """A dispatch mode recording the aten ops run under it, and which storages a compute op wrote:
+    `computed_by(t)` names the compute op whose result `t`'s memory holds (carried through copies and
+    views; cleared by a fresh allocation, or by a fill or copy of untouched data over the whole storage),
+    None when no torch op computed it (a Triton kernel wrote it, or nothing did)."""
+    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    def storage(t: Any) -> tuple[int, int] | None:
+        try:
+            st = t.untyped_storage()
+            return (st.data_ptr(), st.nbytes()) if st.data_ptr() else None
+        except (RuntimeError, NotImplementedError):  # meta or otherwise storage-less tensors
+            return None
+
+    def whole(t: Any) -> bool:
+        s = storage(t)
+        return s is not None and t.storage_offset() == 0 and t.is_contiguous() and t.numel() * t.element_size() == s[1]
+
+    def tensors(value: Any) -> list[Any]:
+        if isinstance(value, torch.Tensor):
+            return [value]
+        if isinstance(value, (tuple, list)):
+            return [v for v in value if isinstance(v, torch.Tensor)]
+        return []
 
     class Recorder(TorchDispatchMode):
         def __init__(self) -> None:
             super().__init__()
             self.ops: set[str] = set()
             self.raw: set[str] = set()
+            self.computed: dict[int, str] = {}  # storage address -> the compute op whose result it holds
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             name = str(func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else str(func)
             self.raw.add(f"aten.{name}")
             if name not in BENIGN_OPS:
                 self.ops.add(f"aten.{name}")
-            return func(*args, **(kwargs or {}))
+            out = func(*args, **(kwargs or {}))
+            self._track(name, list(args), kwargs or {}, out)
+            return out
+
+        def _track(self, name: str, args: list[Any], kwargs: dict[str, Any], out: Any) -> None:
+            results = tensors(out)
+            if name not in BENIGN_OPS:  # results, an in-place op's self and an out= tensor hold its values
+                written = results + tensors(kwargs.get("out"))
+                if name.endswith("_") and args and isinstance(args[0], torch.Tensor):
+                    written.append(args[0])
+                for t in written:
+                    if (s := storage(t)) is not None:
+                        self.computed[s[0]] = name
+                return
+            if name in ALLOC_OPS or name in FILL_OPS or name == "copy_":
+                src = args[1] if name == "copy_" and len(args) > 1 else None
+                origin = self.computed_by(src) if isinstance(src, torch.Tensor) else None
+                for t in (results or args[:1]) if name != "copy_" else args[:1]:
+                    if (s := storage(t)) is None:
+                        continue
+                    if origin:
+                        self.computed[s[0]] = origin
+                    elif name in ALLOC_OPS or whole(t):
+                        self.computed.pop(s[0], None)
+                return
+            origin = next((o for a in args if isinstance(a, torch.Tensor) and (o := self.computed_by(a))), None)
+            for t in results if origin else []:  # a view or copy of computed data holds it too
+                if (s := storage(t)) is not None:
+                    self.computed[s[0]] = origin
+
+        def computed_by(self, t: Any) -> str | None:
+            s = storage(t)
+            return self.computed.get(s[0]) if s is not None else None
 
     return Recorder()

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from services.verifier import full_checks, micro_checks, static_checks
+from services.verifier import full_checks, micro_checks, source_checks, static_checks
 from services.verifier.client import ToolCallError, call_typed
 from services.verifier.policy import VerifyPolicy
 from shared.messages import Layer, Measurement, Provenance, Scalar, ToolResult, Verdict, VerdictStatus
@@ -69,6 +69,17 @@ def changed_since_planned(job: VerifyJob) -> str:
     return ""
 
 
+def candidate_sources(job: VerifyJob) -> tuple[str, str] | None:
+    """(candidate source, task source) for a candidate file; None for a config-only candidate. Read as
+    text for source_checks (parsed, never run). An unreadable file is left to the tools to report."""
+    if not job.candidate_path:
+        return None
+    try:
+        return Path(job.candidate_path).read_text(), Path(job.task_path).read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 class LayerFailed(Exception):
     """Ends a layer early with reasons (a failed candidate, not a bug)."""
 
@@ -116,8 +127,10 @@ class Funnel:
         cand_path = job.candidate_path or job.task_path
         parent_path = job.parent_path or job.task_path
         target = self.policy.target
-        method = f"compile {target}, ptxas -v, SASS diff against the parent"
+        method = f"harness (ast) against the task's, compile {target}, ptxas -v, SASS diff against the parent"
         run.provenance = Provenance(device="none (static)", method=method)  # a failed compile says it too
+        if (sources := candidate_sources(job)) and (changed := source_checks.harness_changes(*sources)):
+            raise LayerFailed(changed)
         try:
             compiled: CompileOutput = await self._call(
                 run,
@@ -252,7 +265,8 @@ class Funnel:
             method=(
                 f"run_correctness: micro + every edge shape x seeds {list(self.policy.seeds)}, candidate "
                 "then reference in fresh processes; honesty_probe: reference then candidate; a reference "
-                "case runs once per task file sha256 and runner, then its outputs are reused"
+                "case runs once per task file sha256 and runner, then its outputs are reused; source (ast): no "
+                "capability the task does not use"
             ),
         )
         run.measurements += micro_checks.correctness_measurements(corr)
@@ -283,6 +297,9 @@ class Funnel:
             if reasons := micro_checks.honesty_reasons(honest):
                 raise LayerFailed(reasons)
             run.reasons += [f"not checked: {n}" for n in honest.not_checked]
+        # Behaviour watched looked honest; what the source can do unwatched is judged last (source_checks).
+        if (sources := candidate_sources(job)) and (reasons := source_checks.capability_findings(*sources)):
+            raise LayerFailed(reasons)
         await self._stability(job, run)
         return True
 

@@ -32,6 +32,8 @@ FindingKind = Literal[
     "calls_reference",
     "no_kernel_launch",
     "side_stream",
+    "stateful_launch",
+    "torch_output",
     "error",
 ]
 

@@ -71,6 +71,21 @@ CPU_CHEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "static",
         (("needs human review: 1 barrier(s) in divergent code"),),
     ),
+    # State a launch keeps between calls (a memo by content, a call counter): wrong in production on any
+    # inputs that hit the key, and a timing loop times the lookup.
+    "content_key_cache": ("vector_add", "micro", ("stateful_launch: launch changed module state",)),
+    "call_counter": ("vector_add", "micro", ("stateful_launch: launch changed module state",)),
+    # Telling the checks from the benchmark (the behaviour watched is honest): the source says so.
+    "harness_sniff": ("vector_add", "micro", ("source: imports sys",)),
+    "interpreter_sniff": ("vector_add", "micro", ("source: imports os",)),
+    "graph_capture_sniff": ("vector_add", "micro", ("source: uses .is_current_stream_capturing",)),
+    # run_correctness compares the files its worker saved, which the candidate's exit hook rewrote (it
+    # passes); the honesty probe sees the unwritten output move, and the memo of inputs it keeps.
+    "atexit_rewrite": ("vector_add", "micro", ("late_write", "stateful_launch", "source: imports atexit")),
+    # The candidate file's harness is what the full layer benchmarks: it must be the task's.
+    "shrunk_full_shape": ("vector_add", "static", ("harness changed: SHAPES",)),
+    "make_inputs_full_shape": ("vector_add", "static", ("harness changed: make_inputs",)),
+    "disguised_torch_ops": ("vector_add", "micro", ("torch_output: output 0 was computed by torch ops",)),
 }
 GPU_CHEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "side_stream": ("vector_add", "micro", ("side_stream", "late_write", "wrong output")),

@@ -44,6 +44,8 @@ CHECKS = (
     "no thread left running and no output written after launch returned",
     "outputs are plain torch.Tensor (no lazy subclass)",
     "the call launches a Triton kernel (Triton tasks) and does not run the reference's torch ops",
+    "no output holds what a torch op computed (Triton tasks: a kernel launched beside it is for show)",
+    "module state (globals, function attributes, defaults, closures) unchanged by every call after the first",
     (
         "GPU: every Triton launch goes to the caller's stream, and at the full shape (work that outlasts "
         "the return) the outputs read in stream order at return equal those after a device-wide synchronise"

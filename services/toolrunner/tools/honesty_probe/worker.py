@@ -316,6 +316,57 @@ def run_reference(req: HonestyWorkerInput, runtime: Any, out_dir: Path) -> list[
     return records
 
 
+STATE_DEPTH = 3  # containers looked into this deep: a memo dict of tuples of tensors is depth 3
+STATE_ITEMS = 64  # items per container fingerprinted (its length is always part of the fingerprint)
+
+
+def _fingerprint(value: Any, depth: int = STATE_DEPTH) -> Any:
+    """A comparable summary of module-level state: scalars by value, tensors by shape, dtype and storage
+    (never their values: a workspace buffer the kernel rewrites is not new state), containers by length
+    and items, other objects by their attributes. Triton's objects (JIT caches) are left out."""
+    import torch
+
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return repr(value)
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), str(value.dtype), value.untyped_storage().data_ptr())
+    if depth == 0:
+        return type(value).__name__
+    if isinstance(value, dict):
+        items = list(value.items())[:STATE_ITEMS]
+        return ("dict", len(value), [(_fingerprint(k, depth - 1), _fingerprint(v, depth - 1)) for k, v in items])
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr)[:STATE_ITEMS] if isinstance(value, (set, frozenset)) else value[:STATE_ITEMS]
+        return (type(value).__name__, len(value), [_fingerprint(v, depth - 1) for v in items])
+    if type(value).__module__.startswith("triton") or not hasattr(value, "__dict__"):
+        return type(value).__name__
+    return (type(value).__name__, _fingerprint(dict(vars(value)), depth - 1))
+
+
+def module_state(module: Any) -> dict[str, Any]:
+    """What a launch could keep between calls in its file: module globals that are data, and the
+    attributes, mutable defaults and closure cells of the file's own functions (not modules, classes,
+    Triton kernels or imported functions)."""
+    import types
+
+    state: dict[str, Any] = {}
+    for name, value in vars(module).items():
+        if name.startswith("__") or isinstance(value, (types.ModuleType, type)):
+            continue
+        if isinstance(value, types.FunctionType):
+            if value.__module__ != module.__name__:
+                continue
+            cells = [c.cell_contents for c in value.__closure__ or () if c.cell_contents is not value]
+            parts = (dict(vars(value)), value.__defaults__, value.__kwdefaults__, cells)
+            if any(parts):
+                state[f"{name}()"] = _fingerprint(list(parts))
+            continue
+        if callable(value) or type(value).__module__.startswith("triton"):
+            continue
+        state[name] = _fingerprint(value)
+    return state
+
+
 class CandidateProbe:
     def __init__(
         self,
@@ -325,10 +376,13 @@ class CandidateProbe:
         spy: Spy,
         counter: LaunchCounter | None,
         out_dir: Path,
+        module: Any = None,
     ) -> None:
         self.req, self.runtime, self.kind, self.spy = req, runtime, kind, spy
-        self.counter, self.out_dir = counter, out_dir
+        self.counter, self.out_dir, self.module = counter, out_dir, module
         self.previous_outputs: list[int] = []
+        self.state: dict[str, Any] | None = None  # module_state after the previous call
+        self.calls = 0
 
     def call(self, name: str, seed: int, inputs: Any) -> CallRecord:
         import torch
@@ -354,6 +408,7 @@ class CandidateProbe:
             return rec
         rec.torch_ops, rec.raw_ops = sorted(recorder.ops), sorted(recorder.raw)
         rec.triton_launches = (self.counter.count - launches) if self.counter else None
+        self._check_state(rec)
         if self.counter is not None and (other := [x for x in self.counter.streams[streams_before:]
                                                    if x != caller]):
             msg = (f"{len(other)} Triton launch(es) went to a CUDA stream other than the caller's: the output "
@@ -374,6 +429,12 @@ class CandidateProbe:
                         ),
                     )
                 )
+        if self.kind == "triton":
+            for i, t in enumerate(tensors):
+                if op := recorder.computed_by(t):
+                    rec.findings.append(("torch_output", (
+                        f"output {i} was computed by torch ops (last written by aten.{op}) outside any Triton "
+                        "kernel: a kernel launched beside it does not make it the kernel's answer")))
         at_return = [_plain(t).detach().clone() for t in tensors]
         if req.device == "cuda":
             torch.cuda.synchronize()  # the whole device: work hidden on another stream lands now
@@ -402,6 +463,20 @@ class CandidateProbe:
         rec.ok = True
         return rec
 
+
+    def _check_state(self, rec: CallRecord) -> None:
+        """A launch is a function of its inputs: module state that still changes after the first call
+        (a lazy set-up is allowed once) is a memo, a counter or a flag a later call acts on."""
+        if self.module is None:
+            return
+        now = module_state(self.module)
+        self.calls += 1
+        if self.state is not None and self.calls > 1 and now != self.state:
+            changed = sorted(k for k in now.keys() | self.state.keys() if now.get(k) != self.state.get(k))
+            rec.findings.append(("stateful_launch", (
+                f"launch changed module state {', '.join(changed)} on call {self.calls}: it keeps state "
+                "between calls (a memo, a counter), so its answer or its work depends on what came before")))
+        self.state = now
 
     def pending(self, shape: dict[str, Scalar], seed: int) -> CallRecord:
         """GPU: at a shape whose work outlasts the return, read the outputs in the caller's stream order
@@ -500,7 +575,8 @@ def main() -> None:
         return
     findings += [("monkey_patch", f"replaced {name}", "import") for name in patched_since(before)]
     probe = CandidateProbe(
-        req, runtime, task_kind(module), spy, counter if task_kind(module) == "triton" else None, out_dir
+        req, runtime, task_kind(module), spy, counter if task_kind(module) == "triton" else None, out_dir,
+        module=module,
     )
     calls = run_candidate(req, probe)
     findings += [
