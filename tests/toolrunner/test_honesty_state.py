@@ -9,8 +9,8 @@ import types
 
 import torch
 
+from services.toolrunner.tools.honesty_probe.worker import module_state
 from services.toolrunner.tricks import op_recorder
-from services.toolrunner.workers.honesty import module_state
 
 
 def _module(code: str) -> types.ModuleType:
