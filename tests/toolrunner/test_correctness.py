@@ -157,3 +157,22 @@ def test_on_the_gpu_the_example_task_passes_against_itself() -> None:
         Path(dest, "run_correctness_vector_add_gpu.json").write_bytes(msgspec.json.encode(out))
     assert out.device.startswith("cuda:")
     assert out.passed, out.summary
+
+
+def test_outputs_rewritten_after_they_were_saved_fail() -> None:
+    """A thread of the candidate rewrites the saved .npy files with the right values before the process
+    ends: the worker hashed what it saved, so the rewrite is found (the old runner hashed the files only
+    after the process ended, and passed the case)."""
+    out = _run("add_rewrites_saved_files.py", shapes=["micro"], seeds=[0, 1, 2])
+    assert not out.passed
+    assert any("rewritten after the worker saved it" in c.reason for c in out.cases), [c.reason for c in out.cases]
+
+
+def test_an_exit_hook_of_the_candidate_does_not_run_before_the_comparison() -> None:
+    """tests/verifier/cheats/atexit_rewrite.py rewrites the saved outputs with x + y at process exit; the
+    worker ends with os._exit once its result is written, so the hook never runs and the unwritten
+    outputs are compared as they are."""
+    args = RunCorrectnessInput(task_path=TASK, device="cpu", shapes=["micro"], seeds=[0],
+                               candidate_path=str(ROOT / "tests" / "verifier" / "cheats" / "atexit_rewrite.py"))
+    out = run(args)
+    assert not out.passed and out.cases[0].status == "fail", out.summary

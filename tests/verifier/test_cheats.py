@@ -81,7 +81,8 @@ CPU_CHEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "graph_capture_sniff": ("vector_add", "micro", ("source: uses .is_current_stream_capturing",)),
     # run_correctness compares the files its worker saved, which the candidate's exit hook rewrote (it
     # passes); the honesty probe sees the unwritten output move, and the memo of inputs it keeps.
-    "atexit_rewrite": ("vector_add", "micro", ("late_write", "stateful_launch", "source: imports atexit")),
+    "atexit_rewrite": ("vector_add", "micro", ("wrong output", "late_write", "stateful_launch",
+                                                "source: imports atexit")),
     # The candidate file's harness is what the full layer benchmarks: it must be the task's.
     "shrunk_full_shape": ("vector_add", "static", ("harness changed: SHAPES",)),
     "make_inputs_full_shape": ("vector_add", "static", ("harness changed: make_inputs",)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import msgspec
 
@@ -21,3 +21,12 @@ def write_result(result: object) -> None:
     with open(tmp, "wb") as fh:
         fh.write(msgspec.json.encode(result))
     os.replace(tmp, path)  # atomic: a worker killed mid-write leaves no half result
+
+
+def finish(result: object) -> NoReturn:
+    """Write the result and end the process at once (`os._exit`): a worker that ran user code ends
+    before that code's `atexit` hooks, finalisers and non-daemon threads could rewrite what it saved."""
+    write_result(result)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

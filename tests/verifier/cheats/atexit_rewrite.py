@@ -3,8 +3,9 @@ show) and keeps its inputs; at process exit an atexit hook finds the harness's o
 and rewrites every saved output file with x + y, so the files the runner compares are right although
 launch never computed anything.
 
-Expected: micro, late write / stateful launch (the honesty probe); the source's atexit and os uses
-are what give it away where its unwritten output does not move. run_correctness alone passes it."""
+Expected: micro, wrong output: the correctness worker ends with os._exit once its result is written, so
+the hook never runs (before that fix run_correctness alone passed it, and only the honesty probe's
+late write / stateful launch and the source's atexit and os uses gave it away)."""
 
 import torch
 import triton

@@ -155,7 +155,12 @@ def _compare_case(spec: CaseSpec, cand: CaseOutput, ref: CaseOutput, manifest: T
     comparisons: list[OutputComparison] = []
     for i, (c, r) in enumerate(zip(cand.outputs, ref.outputs)):
         path = cand_dir / c.file
-        if hashlib.sha256(path.read_bytes()).hexdigest() != cand_hashes.get(c.file):
+        on_disk = hashlib.sha256(path.read_bytes()).hexdigest()
+        if on_disk != c.sha256:
+            return CaseResult(**base, status="fail", reason=(
+                f"candidate output {i} was rewritten after the worker saved it (by code outside the call: a "
+                f"thread, an exit hook or a finaliser of the candidate)"))
+        if on_disk != cand_hashes.get(c.file):
             return CaseResult(**base, status="fail", reason=(
                 f"candidate output {i} changed on disk after the candidate's process ended"))
         comparisons.append(compare_arrays(i, np.load(path, allow_pickle=False),

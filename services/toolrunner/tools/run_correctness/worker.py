@@ -2,13 +2,16 @@
 
 Each case builds inputs with the file's own `make_inputs(shape, seed, device)`, hashes them (so the
 runner can prove both sides saw the same inputs), runs `launch(inputs, **config)` or `reference(inputs)`
-and saves every output tensor as a .npy file in `out_dir` (bfloat16 widened to float32, which is exact).
-A case that raises is reported and the next case still runs: a failed candidate is a result.
+and saves every output tensor as a .npy file in `out_dir` (bfloat16 widened to float32, which is exact),
+with the sha256 of the bytes it wrote: the runner refuses a file that changed after it was saved. A case
+that raises is reported and the next case still runs: a failed candidate is a result. The process ends
+with the result (`finish`), so no hook of the candidate's runs after it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import random
 import time
 import traceback
@@ -17,7 +20,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from services.toolrunner.worker_lib.io import read_request, write_result
+from services.toolrunner.worker_lib.io import finish, read_request
 from services.toolrunner.worker_lib.tensors import call_outputs, declared_indices, inplace_problem
 from shared.messages import Scalar
 
@@ -46,6 +49,7 @@ class SavedTensor(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     file: str  # name inside out_dir
     shape: list[int]
     dtype: str  # torch's name without "torch.", e.g. "bfloat16"
+    sha256: str = ""  # of the file's bytes as written: anything that rewrites it later is found out
 
 
 class CaseOutput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -100,8 +104,11 @@ def _save(outputs: list[Any], out_dir: Path, stem: str) -> list[SavedTensor]:
         dtype = str(t.dtype).removeprefix("torch.")
         arr = (t.float() if t.dtype == torch.bfloat16 else t).contiguous().numpy()
         name = f"{stem}.out{i}.npy"
-        np.save(out_dir / name, arr, allow_pickle=False)
-        saved.append(SavedTensor(file=name, shape=list(t.shape), dtype=dtype))
+        buf = io.BytesIO()  # hashed in memory, then written: the hash is of what this process saved
+        np.save(buf, arr, allow_pickle=False)
+        data = buf.getvalue()
+        (out_dir / name).write_bytes(data)
+        saved.append(SavedTensor(file=name, shape=list(t.shape), dtype=dtype, sha256=hashlib.sha256(data).hexdigest()))
     return saved
 
 
@@ -168,7 +175,7 @@ def main() -> None:
 
         device_name = f"cuda:{torch.cuda.get_device_name(0)}"
     cases = [_run_case(req, runtime, case, out_dir) for case in req.cases]
-    write_result(CorrectnessWorkerResult(cases=cases, device_name=device_name))
+    finish(CorrectnessWorkerResult(cases=cases, device_name=device_name))
 
 
 if __name__ == "__main__":
