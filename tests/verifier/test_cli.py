@@ -32,7 +32,7 @@ def test_verify_json_prints_one_verdict_per_layer_reached_and_exits_1_on_a_rejec
     assert {"layer", "status", "reasons", "measurements", "provenance", "gpu_seconds"} <= set(verdict)
     assert (verdict["layer"], verdict["status"]) == ("static", "fail")
     assert any(r.startswith("precision downgrade: ") for r in verdict["reasons"])
-    assert verdict["provenance"]["method"].startswith("compile cuda:90")
+    assert "compile cuda:90" in verdict["provenance"]["method"]
     assert verdict["candidate_path"].endswith("precision_fp16.py")
 
 
