@@ -6,6 +6,7 @@ disguised_torch_ops)."""
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import torch
 
@@ -54,3 +55,36 @@ def test_the_recorder_names_the_torch_op_an_output_holds() -> None:
         overwritten.zero_()
     assert [rec.computed_by(t) for t in (computed, copied, view)] == ["sub"] * 3
     assert [rec.computed_by(t) for t in (fresh, overwritten, x)] == [None] * 3
+
+
+def test_a_task_whose_own_launch_ends_in_torch_is_not_held_to_blame_for_it() -> None:
+    """torch_output judges what a candidate does that its task does not: a task's launch that scales the
+    kernel's result in torch (tests/fixtures/tasks/add_torch_epilogue.py) passes under another config,
+    while a candidate of vector_add whose output torch computed (the disguised_torch_ops cheat) still
+    fails."""
+    from services.toolrunner.tools.honesty_probe.spec import run
+    from shared.tools.honesty import HonestyInput
+
+    root = Path(__file__).resolve().parents[2]
+    own = run(HonestyInput(task_path=str(root / "tests/fixtures/tasks/add_torch_epilogue.py"),
+                           config={"BLOCK": 256}, seeds=[0, 1], device="cpu"))
+    assert own.passed, own.summary
+    cheat = run(HonestyInput(task_path=str(root / "examples/vector_add.py"), seeds=[0, 1], device="cpu",
+                             candidate_path=str(root / "tests/verifier/cheats/disguised_torch_ops.py")))
+    assert not cheat.passed and any(f.kind == "torch_output" for f in cheat.findings), cheat.summary
+
+
+def test_a_task_whose_own_launch_keeps_state_is_not_held_to_blame_for_it() -> None:
+    """stateful_launch judges state a candidate keeps that its task does not: a task whose launch counts
+    its calls (tests/fixtures/tasks/add_counts_calls.py) passes under another config, while the
+    call_counter cheat of vector_add still fails."""
+    from services.toolrunner.tools.honesty_probe.spec import run
+    from shared.tools.honesty import HonestyInput
+
+    root = Path(__file__).resolve().parents[2]
+    own = run(HonestyInput(task_path=str(root / "tests/fixtures/tasks/add_counts_calls.py"),
+                           config={"BLOCK": 256}, seeds=[0, 1], device="cpu"))
+    assert own.passed, own.summary
+    cheat = run(HonestyInput(task_path=str(root / "examples/vector_add.py"), seeds=[0, 1], device="cpu",
+                             candidate_path=str(root / "tests/verifier/cheats/call_counter.py")))
+    assert not cheat.passed and any(f.kind == "stateful_launch" for f in cheat.findings), cheat.summary

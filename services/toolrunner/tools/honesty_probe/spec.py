@@ -175,9 +175,10 @@ def run(args: HonestyInput) -> HonestyOutput:
     config = {**cand.config, **args.config}
     refs = _reference_calls(
         HonestyWorkerInput(role="reference", task_path=task.path, inplace=list(task.inplace), shape=shape,
-                           seeds=args.seeds, device=device, out_dir=""),  # type: ignore[arg-type]
+                           seeds=args.seeds, device=device, out_dir="", config=dict(task.config)),  # type: ignore[arg-type]
         limits,
     )
+    own = refs[args.seeds[0]][0]  # what the task's own launch does: outputs torch computed, state kept
     ref_out = {seed: outputs for seed, (_, outputs) in refs.items()}
     ref_dtypes = {seed: [s.dtype for s in rec.outputs] for seed, (rec, _) in refs.items()}
     ref_ops = sorted(set().union(*(rec.torch_ops for rec, _ in refs.values())))
@@ -194,6 +195,8 @@ def run(args: HonestyInput) -> HonestyOutput:
                 device=device,
                 out_dir=str(cand_dir),
                 pending_shape=pending_shape,
+                own_torch_outputs=[i for i, op in enumerate(own.launch_torch_ops) if op],
+                own_state_keys=list(own.launch_state_keys),
             ),
             limits,
         )

@@ -56,6 +56,10 @@ class HonestyWorkerInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     # trial; at the micro shape a side stream's few microseconds finish before anyone looks.
     pending_shape: dict[str, Scalar] | None = None
     inplace: list[int] = []  # the task's INPLACE: inputs launch() writes on purpose (their values are outputs)
+    # Candidate side: outputs the task's own launch also leaves computed by torch ops (its reference
+    # run says which): what the task does itself is not held against a candidate.
+    own_torch_outputs: list[int] = []
+    own_state_keys: list[str] = []  # module state the task's own launch changes from call to call
 
 
 class Saved(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -71,6 +75,10 @@ class CallRecord(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     outputs: list[Saved] = []
     torch_ops: list[str] = []
     raw_ops: list[str] = []  # every aten op, allocations and fills included (names the trick of a cheat)
+    # Reference side, first seed of a Triton task: per output of the task's own launch (under the task's
+    # CONFIG), the torch op its memory was last computed by ("" = a kernel wrote it).
+    launch_torch_ops: list[str] = []
+    launch_state_keys: list[str] = []  # module state the task's own launch changed on its second call
     triton_launches: int | None = None
     findings: list[tuple[str, str]] = []  # (kind, detail)
 
@@ -292,7 +300,8 @@ def _reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}{at}"
 
 
-def run_reference(req: HonestyWorkerInput, runtime: Any, out_dir: Path) -> list[CallRecord]:
+def run_reference(req: HonestyWorkerInput, runtime: Any, out_dir: Path, kind: str | None = None,
+                  module: Any = None) -> list[CallRecord]:
     records = []
     for seed in req.seeds:
         rec = CallRecord(name=f"seed{seed}", seed=seed, ok=False)
@@ -312,8 +321,32 @@ def run_reference(req: HonestyWorkerInput, runtime: Any, out_dir: Path) -> list[
         else:
             rec.ok, rec.torch_ops = True, sorted(recorder.ops)
             rec.outputs = _save(tensors, out_dir, rec.name)
+            if seed == req.seeds[0] and kind == "triton":
+                rec.launch_torch_ops, rec.launch_state_keys = _own_launch(req, runtime, module, seed)
         records.append(rec)
     return records
+
+
+def _own_launch(req: HonestyWorkerInput, runtime: Any, module: Any, seed: int) -> tuple[list[str], list[str]]:
+    """The task's own launch twice, watched: per output of the first call, the torch op that computed its
+    memory ("" when a kernel wrote it), and the module state the second call changed. What the task does
+    itself is not held against its candidates (torch_output, stateful_launch). A launch that raises here
+    says nothing (the candidate's checks judge launches)."""
+    try:
+        _seed_all(seed)
+        inputs = runtime.make_inputs(dict(req.shape), seed, req.device)
+        recorder = op_recorder()
+        with recorder:
+            value = runtime.launch(inputs, **req.config)
+        tensors = call_outputs(value, inputs, req.inplace, "launch") or []
+        ops = [recorder.computed_by(t) or "" for t in tensors]
+        before = module_state(module) if module is not None else {}
+        _seed_all(seed)
+        runtime.launch(runtime.make_inputs(dict(req.shape), seed, req.device), **req.config)
+        after = module_state(module) if module is not None else {}
+    except Exception:  # noqa: BLE001 - user code
+        return [], []
+    return ops, sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
 STATE_DEPTH = 3  # containers looked into this deep: a memo dict of tuples of tensors is depth 3
@@ -431,7 +464,7 @@ class CandidateProbe:
                 )
         if self.kind == "triton":
             for i, t in enumerate(tensors):
-                if op := recorder.computed_by(t):
+                if i not in req.own_torch_outputs and (op := recorder.computed_by(t)):
                     rec.findings.append(("torch_output", (
                         f"output {i} was computed by torch ops (last written by aten.{op}) outside any Triton "
                         "kernel: a kernel launched beside it does not make it the kernel's answer")))
@@ -471,8 +504,9 @@ class CandidateProbe:
             return
         now = module_state(self.module)
         self.calls += 1
-        if self.state is not None and self.calls > 1 and now != self.state:
-            changed = sorted(k for k in now.keys() | self.state.keys() if now.get(k) != self.state.get(k))
+        changed = sorted(k for k in now.keys() | (self.state or {}).keys()
+                         if now.get(k) != (self.state or {}).get(k) and k not in self.req.own_state_keys)
+        if self.state is not None and self.calls > 1 and changed:
             rec.findings.append(("stateful_launch", (
                 f"launch changed module state {', '.join(changed)} on call {self.calls}: it keeps state "
                 "between calls (a memo, a counter), so its answer or its work depends on what came before")))
@@ -554,8 +588,9 @@ def main() -> None:
     else:
         not_checked.append("side stream: not checked: no GPU (a CPU has no streams)")
     if req.role == "reference":
-        runtime = runtime_for(import_task(req.task_path))
-        write_result(HonestyWorkerResult(device_name=device_name, calls=run_reference(req, runtime, out_dir)))
+        module = import_task(req.task_path)
+        calls = run_reference(req, runtime_for(module), out_dir, task_kind(module), module)
+        write_result(HonestyWorkerResult(device_name=device_name, calls=calls))
         return
     counter = LaunchCounter(cuda=req.device == "cuda")
     flags, before = precision_flags(), snapshot()
