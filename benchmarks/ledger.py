@@ -222,6 +222,12 @@ def run_stamp() -> dict[str, str]:
             "driver": os.environ.get("KPILOT_RUN_DRIVER", missing)}
 
 
+def run_order(run_id: str) -> tuple[int, str]:
+    """The order of recorded runs: by the number in the id (r9 before r10), then by the id."""
+    digits = "".join(c for c in run_id if c.isdigit())
+    return (int(digits) if digits else 0, run_id)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)

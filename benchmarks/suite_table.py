@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.ledger import run_order
 from benchmarks.suite_loop import BEFORE_AFTER, DRIVER, table
-from benchmarks.transforms_table import _run_order
 
 RUNS = ROOT / "benchmarks" / "results" / "runs"
 OUT = ROOT / "benchmarks" / "results" / "h200" / "suite"
@@ -41,7 +41,7 @@ def recorded_rows(runs: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """(rows of every recorded GPU run of suite_loop.py, by task then run; the sources read)."""
     rows: list[dict[str, Any]] = []
     sources: list[str] = []
-    for ledger in sorted(runs.glob("*/ledger.json"), key=lambda p: _run_order(p.parent.name)):
+    for ledger in sorted(runs.glob("*/ledger.json"), key=lambda p: run_order(p.parent.name)):
         stamp = json.loads(ledger.read_text())
         for f in sorted(ledger.parent.glob("steps/*/after_transforms.json")):
             report = json.loads(f.read_text())
@@ -54,7 +54,7 @@ def recorded_rows(runs: Path) -> tuple[list[dict[str, Any]], list[str]]:
                                    "device": row.get("device") or stamp["env"].get("device", ""),
                                    "source": sources[-1],
                                    "caveat": CAVEATS.get(stamp["run_id"], "")})
-    rows.sort(key=lambda r: (r["task"], _run_order(r["run_id"])))
+    rows.sort(key=lambda r: (r["task"], run_order(r["run_id"])))
     return rows, sources
 
 

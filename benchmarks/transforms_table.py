@@ -20,6 +20,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.ledger import run_order
+
 RUNS = ROOT / "benchmarks" / "results" / "runs"
 OUT = ROOT / "benchmarks" / "results" / "h200"
 
@@ -27,7 +29,7 @@ OUT = ROOT / "benchmarks" / "results" / "h200"
 def recorded_rows(runs: Path) -> list[dict[str, Any]]:
     """Measured rows of every recorded run, in run order, each with its run stamp."""
     rows: list[dict[str, Any]] = []
-    for ledger in sorted(runs.glob("*/ledger.json"), key=lambda p: _run_order(p.parent.name)):
+    for ledger in sorted(runs.glob("*/ledger.json"), key=lambda p: run_order(p.parent.name)):
         stamp = json.loads(ledger.read_text())
         for f in sorted(ledger.parent.glob("steps/*/transforms*.json")):
             record = json.loads(f.read_text())
@@ -40,17 +42,12 @@ def recorded_rows(runs: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_order(run_id: str) -> tuple[int, str]:
-    digits = "".join(c for c in run_id if c.isdigit())
-    return (int(digits) if digits else 0, run_id)
-
-
 def _name(row: dict[str, Any]) -> str:
     return "+".join([row["transform"], *row.get("then", [])])
 
 
 def markdown(rows: list[dict[str, Any]], untimed: list[str]) -> str:
-    runs = sorted({r["run_id"] for r in rows}, key=_run_order)
+    runs = sorted({r["run_id"] for r in rows}, key=run_order)
     lines = [
         "# Transformations timed on the H200",
         "",
@@ -65,7 +62,7 @@ def markdown(rows: list[dict[str, Any]], untimed: list[str]) -> str:
         "| transformation | task | params | baseline ms | candidate ms | speedup [95 % CI] | run | commit | device | case |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in sorted(rows, key=lambda r: (r["transform"], _name(r), r["task"], _run_order(r["run_id"]))):
+    for r in sorted(rows, key=lambda r: (r["transform"], _name(r), r["task"], run_order(r["run_id"]))):
         lo, hi = r["ci95"]
         lines.append(
             f"| {_name(r)} | {Path(r['task']).name} | {json.dumps(r['params'], separators=(',', ':'))} | "

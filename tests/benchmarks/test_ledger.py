@@ -78,3 +78,7 @@ def test_bad_run_files_name_the_fix(tmp_path: Path, text: str, needle: str) -> N
 def test_committed_run_files_load() -> None:
     for path in sorted((Path(ledger.ROOT) / "benchmarks" / "runs").glob("*.toml")):
         assert ledger.load_run_file(path).steps
+
+
+def test_runs_are_ordered_by_their_number_not_their_spelling() -> None:
+    assert sorted(["r10", "r9", "r41", "r100", "r2"], key=ledger.run_order) == ["r2", "r9", "r10", "r41", "r100"]
