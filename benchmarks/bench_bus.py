@@ -13,7 +13,11 @@ replicas), in one run, interleaved (raw, bus, raw, bus, ...; the median of the r
   are (the bus encodes each, sets its de-duplication id header and counts it); what building one
   StateVector costs (ULID id, timestamp, 12 triples) is reported beside it, per message;
 - publish -> consume -> ack: the same n messages published, then consumed by a raw durable pull
-  consumer (fetch 256, ack each) against `Bus.consume` (decode, de-duplication, ack, metrics);
+  consumer (fetch 256, ack each) against `Bus.consume` (decode, de-duplication, ack, metrics), each
+  consumer on its own connection and started once all messages are stored;
+- the same with each consumer running while the messages are published (`live_...`), as a service's
+  consumer does. Until run r37 the bus side ran live and the raw side did not, which charged the bus for
+  the many one-message fetches a consumer that keeps up with its publisher makes;
 - a cached tool call: `BusToolClient.call("compile")` answered from the in-process toolrunner's cache,
   against a raw `nc.request` answered by a raw responder with the same reply bytes; p50 of each.
 """
@@ -137,28 +141,39 @@ async def side_by_side(url: Callable[[str], str], n: int, reps: int, calls: int)
         await bus.flush_pipelined()
         return n / (time.perf_counter() - t0)
 
-    async def raw_roundtrip(r: int) -> float:
-        subject = f"telemetry.state.rawrt{r}"
-        sub = await js.pull_subscribe(f"{subject}.*", durable=f"raw-rt-{r}", stream="TELEMETRY")
+    async def raw_roundtrip(r: int, live: bool) -> float:
+        """Raw durable pull consumer (fetch 256, ack each) on its own connection; `live`: it runs while the
+        messages are published, else it starts once all are stored."""
+        subject = f"telemetry.state.rawrt{r}{'live' if live else ''}"
+        cnc = await nats.connect(servers=servers)
+        sub = await cnc.jetstream().pull_subscribe(f"{subject}.*", durable=f"raw-rt-{r}-{live}",
+                                                    stream="TELEMETRY")
+
+        async def consume() -> None:
+            got = 0
+            while got < n:
+                try:
+                    msgs = await sub.fetch(256, timeout=1.0)
+                except (TimeoutError, nats.errors.TimeoutError):
+                    continue
+                for m in msgs:
+                    await m.ack()
+                got += len(msgs)
+
         t0 = time.perf_counter()
+        consumer = asyncio.create_task(consume()) if live else None
         for i in range(n):
             await js.publish_async(f"{subject}.{i % 8}", payload)
         await js.publish_async_completed()
-        got = 0
-        while got < n:
-            try:
-                msgs = await sub.fetch(256, timeout=1.0)
-            except (TimeoutError, nats.errors.TimeoutError):
-                continue
-            for m in msgs:
-                await m.ack()
-            got += len(msgs)
+        await (consumer if consumer is not None else consume())
         took = time.perf_counter() - t0
         await sub.unsubscribe()
+        await cnc.close()
         return n / took
 
-    async def bus_roundtrip(r: int) -> float:
-        subject = f"telemetry.state.busrt{r}"
+    async def bus_roundtrip(r: int, live: bool) -> float:
+        """`Bus.consume` on its own connection; `live` as for raw_roundtrip."""
+        subject = f"telemetry.state.busrt{r}{'live' if live else ''}"
         done, count = asyncio.Event(), [0]
 
         async def handler(msg: StateVector) -> None:
@@ -167,12 +182,16 @@ async def side_by_side(url: Callable[[str], str], n: int, reps: int, calls: int)
                 done.set()
 
         consumer = await Bus.connect(url("telemetry"), "telemetry")
-        await consumer.consume(f"{subject}.*", f"bus-rt-{r}", handler, StateVector, batch=256)
         msgs = [vector(i) for i in range(n)]
+        durable = f"bus-rt-{r}-{live}"
         t0 = time.perf_counter()
+        if live:
+            await consumer.consume(f"{subject}.*", durable, handler, StateVector, batch=256)
         for i, msg in enumerate(msgs):
             await bus.publish_pipelined(f"{subject}.{i % 8}", msg)
         await bus.flush_pipelined()
+        if not live:
+            await consumer.consume(f"{subject}.*", durable, handler, StateVector, batch=256)
         await asyncio.wait_for(done.wait(), 300)
         took = time.perf_counter() - t0
         await consumer.close()
@@ -183,13 +202,15 @@ async def side_by_side(url: Callable[[str], str], n: int, reps: int, calls: int)
         vector(i)
     build_us = (time.perf_counter() - t0) / n * 1e6
     publish = await _interleaved(raw_publish, bus_publish, reps)
-    roundtrip = await _interleaved(raw_roundtrip, bus_roundtrip, reps)
+    roundtrip = await _interleaved(lambda r: raw_roundtrip(r, False), lambda r: bus_roundtrip(r, False), reps)
+    live = await _interleaved(lambda r: raw_roundtrip(r, True), lambda r: bus_roundtrip(r, True), reps)
     tool = await tool_call(url, calls)
     await bus.close()
     await nc.close()
     return {"messages": n, "payload_bytes": len(payload), "repetitions": reps,
             "build_state_vector_us_per_msg": build_us,
             "jetstream_publish_msgs_per_s": publish, "publish_consume_ack_msgs_per_s": roundtrip,
+            "live_publish_consume_ack_msgs_per_s": live,
             "cached_tool_call_ms": tool}
 
 
@@ -268,8 +289,10 @@ def _commit() -> str:
     out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                            capture_output=True, text=True, check=False).stdout.strip()
-    if out.returncode != 0:  # a copy without .git (the device tool's): the caller may say which commit
-        return os.environ.get("KPILOT_COMMIT", "not a git checkout")
+    if os.environ.get("KPILOT_COMMIT"):  # benchmarks/ledger.py says which commit it runs
+        return os.environ["KPILOT_COMMIT"]
+    if out.returncode != 0:  # a copy without .git
+        return "not a git checkout"
     return out.stdout.strip() + ("-dirty" if dirty else "")
 
 
