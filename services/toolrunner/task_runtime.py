@@ -23,6 +23,9 @@ KERNELBENCH_INIT_SEED = 42
 
 def import_task(path: str | Path) -> ModuleType:
     """Import a task file under a private module name (so two tasks with one stem do not collide)."""
+    from shared.triton_interpreter import float_scalars_as_fp32
+
+    float_scalars_as_fp32()  # under TRITON_INTERPRET=1, float arguments are fp32 scalars as on the GPU
     path = Path(path).resolve()
     name = f"kpilot_task_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
     spec = importlib.util.spec_from_file_location(name, path)

@@ -5,6 +5,9 @@ edited). Triton's launch hooks (knobs.runtime.launch_enter_hook) do not fire und
 the hook wraps the JIT entry instead: `JITFunction.run` (compiled) and `InterpretedFunction.run`
 (interpreter), which every `kernel[grid](...)`, `@triton.autotune` and `@triton.heuristics` launch
 reaches. `Autotuner.run` is wrapped too, to keep its config list; its benchmark launches are not counted.
+Under the interpreter there is no GPU to time an autotuner's configs on (Triton's `do_bench` and its disk
+cache key both ask the GPU driver and raise "0 active drivers"), so every config ties and the first is used;
+float scalars and libdevice calls run as compiled Triton runs them (shared/triton_interpreter.py).
 
 Per kernel and argument signature (a "variant") it keeps: the first launch's arguments (tensor
 shape/stride/dtype/device, scalars, constexprs), launch options, the evaluated grid, which tensors the
@@ -303,8 +306,11 @@ def _wrap_autotuner() -> None:
 
     from services.kpilot.capture.source import is_kernel
 
-    orig_run, orig_bench = Autotuner.run, Autotuner._bench
-    _ORIGINALS.extend([(Autotuner, "run", orig_run), (Autotuner, "_bench", orig_bench)])
+    import triton
+
+    orig_run, orig_bench, orig_cache = Autotuner.run, Autotuner._bench, Autotuner.check_disk_cache
+    _ORIGINALS.extend([(Autotuner, "run", orig_run), (Autotuner, "_bench", orig_bench),
+                       (Autotuner, "check_disk_cache", orig_cache)])
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         base = self.fn
@@ -318,13 +324,21 @@ def _wrap_autotuner() -> None:
         return orig_run(self, *args, **kwargs)
 
     def bench(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if triton.knobs.runtime.interpret:
+            return [1.0, 1.0, 1.0]  # nothing to time on CPU: every config ties, the first one wins
         _STATE.bench = True
         try:
             return orig_bench(self, *args, **kwargs)
         finally:
             _STATE.bench = False
 
-    Autotuner.run, Autotuner._bench = run, bench
+    def check_disk_cache(self: Any, tuning_key: Any, configs: Any, bench_fn: Any) -> bool:
+        if triton.knobs.runtime.interpret:  # its cache key asks the (absent) GPU driver for its target
+            bench_fn()
+            return False
+        return orig_cache(self, tuning_key, configs, bench_fn)
+
+    Autotuner.run, Autotuner._bench, Autotuner.check_disk_cache = run, bench, check_disk_cache
 
 
 def dump() -> Path:
@@ -370,6 +384,9 @@ def install(out_dir: str, command: list[str], *, at_exit: bool = True) -> None:
     _OUT[:] = [Path(out_dir)]
     _COMMAND[:] = command
     _KERNELS.clear()
+    from shared.triton_interpreter import float_scalars_as_fp32
+
+    float_scalars_as_fp32()  # the program's kernels see float arguments as they would on the GPU
     _wrap_run(JITFunction)
     _wrap_run(InterpretedFunction)
     _wrap_autotuner()

@@ -47,6 +47,14 @@ def _global_line(name: str, value: Any) -> str | None:
     return None
 
 
+def _free_names(node: ast.FunctionDef) -> set[str]:
+    """Names the def's signature and body load. Not its decorators: the task replaces them (an autotune
+    config list's comprehension variables and keyword dicts are not the kernel's globals); a parameter or
+    local that shares a module global's name is dropped by the caller (fn.__code__.co_varnames)."""
+    parts = [node.args, *node.body] + ([node.returns] if node.returns else [])
+    return {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
 def collect(kernel: Any) -> KernelSource:
     """The kernel first, then every jit function it reaches, with the import/constant lines they need."""
     functions: list[list[str]] = []
@@ -62,10 +70,9 @@ def collect(kernel: Any) -> KernelSource:
         seen.add(fn.__name__)
         text, node = _def_source(fn)
         functions.append([fn.__name__, text])
-        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        for name in sorted(names):
+        for name in sorted(_free_names(node) - set(fn.__code__.co_varnames)):
             if name not in fn.__globals__:
-                if not hasattr(builtins, name) and name not in fn.__code__.co_varnames:
+                if not hasattr(builtins, name):
                     problems.append(f"{fn.__name__}: name {name!r} is not a global of its module")
                 continue
             value = fn.__globals__[name]
