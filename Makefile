@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 PORT    ?= 4222
 STAMP   := $(VENV)/.installed
 
-.PHONY: install run demo down test test-gpu lint schemas bench-bus bench-tools bench-decomposer \
+.PHONY: install run demo down wheels-oss test test-gpu lint schemas bench-bus bench-tools bench-decomposer \
         bench-telemetry bench-verifier bench-kernels bench-suite bench-decomposer-ncu bench-search-replay \
         bench-search-eff bench-fuzz bench-faults llm wheels clean
 
@@ -39,6 +39,10 @@ llm: $(LLM_STAMP)
 # The wheels the H200 image lacks, for run files that carry `.whl` (benchmarks/runs/README.md).
 wheels: install
 	bash benchmarks/runs/device_wheels.sh
+
+# The two open-source Triton projects benchmarks/runs/i21_oss.sh captures on the GPU (pure Python wheels).
+wheels-oss: install
+	$(BIN)/python -m pip download --no-deps --dest .whl-oss liger-kernel==0.8.5 fla-core==0.6.0 einops
 
 down: install
 	$(BIN)/kpilot down --port $(PORT)

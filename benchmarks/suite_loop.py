@@ -144,24 +144,37 @@ def patch_rows(out: dict, before: dict, gpu: bool) -> list[dict]:
     return rows
 
 
+def best_patch(patches: list[dict]) -> dict | None:
+    """The verified patch of `patch_rows` with the highest measured speedup (None: nothing verified)."""
+    verified = [p for p in patches if p["kind"] == "verified"]
+    return max(verified, key=lambda p: p["speedup"] if isinstance(p["speedup"], float) else 0.0, default=None)
+
+
+def gpu_seconds(out: dict, gpu: bool) -> float | str:
+    """The job's GPU seconds: the sum of its verdicts' `gpu_seconds`."""
+    if not gpu:
+        return NO_GPU
+    if all("gpu_seconds" in v for v in out["verdicts"]):
+        return sum(v["gpu_seconds"] for v in out["verdicts"])
+    return "not known: the job record has no gpu_seconds per verdict"
+
+
+def wall_s_to_verified(patches: list[dict], gpu: bool) -> float | str | None:
+    """Seconds from the job's request to its first verified patch (None: nothing verified)."""
+    times = [p["t_s"] for p in patches if p["kind"] == "verified"]
+    if not gpu:
+        return NO_GPU
+    if any(t is None for t in times):
+        return "not known: the job record has no t_s per patch"
+    return min(times, default=None)
+
+
 def task_row(meta: TaskMeta, out: dict, before: dict, gpu: bool, budget: dict[str, float]) -> dict:
     verdicts = out["verdicts"]
     patches = patch_rows(out, before, gpu)
-    verified = [p for p in patches if p["kind"] == "verified"]
-    best = max(verified, key=lambda p: p["speedup"] if isinstance(p["speedup"], float) else 0.0, default=None)
-    if not gpu:
-        gpu_s: float | str = NO_GPU
-    elif all("gpu_seconds" in v for v in verdicts):
-        gpu_s = sum(v["gpu_seconds"] for v in verdicts)
-    else:
-        gpu_s = "not known: the job record has no gpu_seconds per verdict"
-    times = [p["t_s"] for p in verified]
-    if not gpu:
-        to_verified: float | str | None = NO_GPU
-    elif any(t is None for t in times):
-        to_verified = "not known: the job record has no t_s per patch"
-    else:
-        to_verified = min(times, default=None)  # None: nothing verified
+    best = best_patch(patches)
+    gpu_s = gpu_seconds(out, gpu)
+    to_verified = wall_s_to_verified(patches, gpu)
     return {
         "task": meta.name, "level": meta.level, "kind": meta.kind, "target": meta.target.describe(),
         **run_stamp(),

@@ -35,15 +35,41 @@ def block(x: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
     return x + u @ p["wd"]
 
 
-def torch_block(x: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
+def rms_norm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:  # liger's "llama" casting
     xf = x.float()
-    h = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * p["norm1"].float()).to(x.dtype)
-    q = torch.nn.functional.normalize((h @ p["wq"]).float(), dim=-1, eps=1e-6).to(x.dtype)
-    x = x + q @ p["wo"]
-    h = torch.nn.functional.layer_norm(x.float(), (x.shape[-1],), p["ln_w"].float(), p["ln_b"].float(),
-                                       1e-5).to(x.dtype)
-    g, u = (h @ p["wg"]).float(), h @ p["wu"]
-    return x + ((g * torch.sigmoid(g)).to(x.dtype) * u) @ p["wd"]
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w
+
+
+def l2norm(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.normalize(x.float(), dim=-1, eps=1e-6).to(x.dtype)
+
+
+def layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.layer_norm(x.float(), (x.shape[-1],), w.float(), b.float(), 1e-5).to(x.dtype)
+
+
+def silu_mul(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    gf = g.float()
+    return (gf * torch.sigmoid(gf)).to(g.dtype) * u
+
+
+def torch_block(x: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
+    h = rms_norm(x, p["norm1"])
+    x = x + l2norm(h @ p["wq"]) @ p["wo"]
+    h = layer_norm(x, p["ln_w"], p["ln_b"])
+    return x + silu_mul(h @ p["wg"], h @ p["wu"]) @ p["wd"]
+
+
+# The torch expression each kernel of the block computes, with the shapes of its inputs (a multiple of
+# tokens, hidden, ffn): what benchmarks/capture/oss_summary.py times under torch.compile beside the kernel.
+TORCH_EQUIVALENTS = {
+    "_rms_norm_forward_kernel": (rms_norm, (("t", "h"), ("h",))),
+    "l2norm_fwd_kernel": (l2norm, (("t", "h"),)),
+    "l2norm_fwd_kernel_row": (l2norm, (("t", "h"),)),
+    "layer_norm_fwd_kernel": (layer_norm, (("t", "h"), ("h",), ("h",))),
+    "layer_norm_fwd_kernel_row": (layer_norm, (("t", "h"), ("h",), ("h",))),
+    "_swiglu_forward_kernel": (silu_mul, (("t", "f"), ("t", "f"))),
+}
 
 
 def main(argv: list[str]) -> None:

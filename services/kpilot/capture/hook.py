@@ -302,11 +302,10 @@ def _wrap_run(cls: type) -> None:
 
 
 def _wrap_autotuner() -> None:
+    import triton
     from triton.runtime.autotuner import Autotuner
 
     from services.kpilot.capture.source import is_kernel
-
-    import triton
 
     orig_run, orig_bench, orig_cache = Autotuner.run, Autotuner._bench, Autotuner.check_disk_cache
     _ORIGINALS.extend([(Autotuner, "run", orig_run), (Autotuner, "_bench", orig_bench),
