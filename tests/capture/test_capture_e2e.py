@@ -147,3 +147,15 @@ def test_an_in_place_call_keeps_its_aliasing_and_passes_at_a_new_block(tmp_path:
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env,
                          check=False)
     assert res.stdout.strip() == "ok", res.stdout + res.stderr
+
+
+def test_a_config_candidate_of_a_captured_task_keeps_the_tasks_harness(captured: Path) -> None:
+    # H200 run r43: every candidate of two captured liger/fla kernels failed static with "harness
+    # changed: CONFIG": the reference's config was `dict(CONFIG)`, so it followed the candidate's CONFIG.
+    from services.verifier.source_checks import harness_changes
+
+    task = (captured / "scale__task.py").read_text()
+    line = next(ln for ln in task.splitlines() if ln.startswith("CONFIG = "))
+    candidate = task.replace(line, "CONFIG = {'BLOCK': 512, 'num_warps': 8, 'num_stages': 2}")
+    assert candidate != task
+    assert harness_changes(candidate, task) == []

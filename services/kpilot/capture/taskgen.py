@@ -231,7 +231,7 @@ import io
 
 KERNELS = ({rec.name},)
 CONFIG = {config!r}
-_CAPTURED = dict(CONFIG)
+_CAPTURED = {config!r}  # written out: the reference must not follow a candidate's CONFIG
 SPACE = {_space(rec, var, config)!r}
 SHAPES = {{"micro": {shape!r}, "full": {shape!r}, "edge": [{shape!r}]}}
 DTYPE = {dtype!r}
