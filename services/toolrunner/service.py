@@ -1,7 +1,8 @@
 """NATS adapter of the toolrunner: one micro endpoint `tools.<name>` per tool in a queue group, so any
 number of runners share the load; `toolrunner.list` answers with every tool and its schemas.
 
-Compiles and CPU tools run in a bounded pool; GPU-bound tools one at a time per GPU. Every call is audited.
+Compiles, CPU tools and correctness runs share a pool of the runner's cores; a timing holds its GPU alone
+(call_slots.py). Every call is audited and logged with its duration.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from nats.js.errors import ObjectNotFoundError
 from nats.js.object_store import ObjectStore
 from nats.micro.request import Request
 
+from services.toolrunner.call_slots import CallSlots, cpu_pool_size, gpu_index
 from services.toolrunner.catalog import load_specs
 from services.toolrunner.confinement import probe
 from services.toolrunner.nvtools import gpu_count
@@ -29,7 +32,6 @@ from shared.messages import AuditRecord, ToolError, ToolRequest, ToolResult, dec
 from shared.service import ServiceRuntime
 from shared.subjects import audit_subject, tool_subject
 
-CPU_POOL = 2  # this class of machine has 2 cores; more concurrent compiles only thrash
 LIST_SUBJECT = "toolrunner.list"
 
 
@@ -48,7 +50,8 @@ async def setup(runtime: ServiceRuntime) -> None:
                            task_roots=":".join(executor.roots.roots) if executor.roots else "",
                            gpu_tools=",".join(n for n, s in executor.specs.items() if s.needs_gpu))
     artifacts = ArtifactMirror(await runtime.bus.js.object_store("artifacts"), compiler)
-    pool, gpu = asyncio.Semaphore(CPU_POOL), asyncio.Semaphore(max(executor.gpus, 1))
+    slots = CallSlots(cpu_pool_size(os.environ))
+    runtime.details.update(cpu_pool=str(slots.cpu_pool))
 
     async def serve(name: str, req: Request) -> None:
         try:
@@ -61,8 +64,12 @@ async def setup(runtime: ServiceRuntime) -> None:
         if tool_req.tool != name:
             tool_req = msgspec.structs.replace(tool_req, tool=name)  # the subject names the tool
         result = executor.cached(tool_req)  # a repeated call: answered here, no thread, no queue
+        queued_s = 0.0
         if result is None:
-            async with gpu if executor.specs[name].needs_gpu else pool:
+            spec, asked = executor.specs[name], time.monotonic()
+            async with slots.hold(times_gpu=spec.needs_gpu, shares_gpu=spec.shares_gpu and executor.gpus > 0,
+                                  gpu=gpu_index(tool_req.args)):
+                queued_s = time.monotonic() - asked
                 result = await asyncio.to_thread(executor.execute, tool_req)
         if name == "compile" and result.ok and result.result is not None:
             # before the reply: a caller may fetch the artifacts the result names as soon as it has it
@@ -72,6 +79,8 @@ async def setup(runtime: ServiceRuntime) -> None:
         # hit's task then ends in one step and the caller gets no ack to read (shared/service.py).
         args_hash = hashlib.sha256(msgspec.json.encode(tool_req.args)).hexdigest()
         outcome = "ok" + (" (cached)" if result.cached else "") if result.ok else result.error.code  # type: ignore[union-attr]
+        runtime.log.info("tool call", tool=name, outcome=outcome, run_s=round(result.duration_s, 2),
+                         queued_s=round(queued_s, 2), caller=tool_req.source)
         await runtime.bus.publish_checked_later(audit_subject("toolrunner"), AuditRecord(
             source="toolrunner", actor=tool_req.source, action=name, args_sha256=args_hash,
             duration_s=result.duration_s, outcome=outcome, **tool_req.caused()))

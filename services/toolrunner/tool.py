@@ -41,7 +41,10 @@ class ToolSpec:
     input: type[msgspec.Struct]
     output: type[msgspec.Struct]
     run: Callable[[Any], msgspec.Struct]
-    needs_gpu: bool = False
+    needs_gpu: bool = False  # it times or profiles on the GPU: it holds the GPU alone (call_slots.py)
+    # It runs code on the GPU but times nothing (correctness, honesty): beside other such calls, never
+    # during a timing (call_slots.py).
+    shares_gpu: bool = False
     # Semantic checks before execution (e.g. the kernel name exists in the binary); raise ToolFailure.
     check: Callable[[Any], None] | None = None
     # Deterministic tools (compile, ptxas_info, sass, launch_config) are cached by their input.

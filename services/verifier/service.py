@@ -12,6 +12,9 @@ two publishes is stored once (Nats-Msg-Id de-duplication). The consumer starts o
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 import msgspec
 
 from services.verifier.funnel import Funnel
@@ -24,18 +27,31 @@ from shared.service import ServiceRuntime
 from shared.subjects import verdict_subject
 from shared.toolclient import BusToolClient
 
-# One candidate at a time. The bus can run several consumer loops on the durable (`workers`); H200 run r40
-# ran the verifier with two: one candidate's static layer overlapped the other's GPU layers, but their micro
-# layers took turns on the GPU call by call and each got slower (30-58 s against 30-41 s), so the gain was
-# small. One until whole GPU layers are leased per candidate.
+# Candidates verified at once (consumer loops on the durable). H200 run r40 ran two beside a toolrunner
+# that ran every CPU tool and correctness run two at a time: the micro layers took turns call by call and
+# each got slower (30-58 s against 30-41 s). The toolrunner now sizes its pool to its cores and holds a GPU
+# alone only for a timing (services/toolrunner/call_slots.py), so one candidate's static layer and
+# correctness runs overlap another's timing: two on a machine of 8 cores or more, one below (a 2-core CI
+# machine only thrashes). KPILOT_VERIFIER_WORKERS overrides it.
 # A killed verifier's candidate is redelivered after the bus's ack wait (30 s); a live one marks it in
 # progress, so the funnel's worst case (bench_ab up to 600 s) needs no longer ack wait.
 BATCH = 1
-WORKERS = 1
+WORKERS_ENV = "KPILOT_VERIFIER_WORKERS"
+
+
+def workers(env: Mapping[str, str]) -> int:
+    raw = env.get(WORKERS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValueError(f"{WORKERS_ENV}={raw!r}: give a whole number of candidates verified at once, 1 or more")
+        return int(raw)
+    return 2 if len(os.sched_getaffinity(0)) >= 8 else 1
 
 
 async def setup(runtime: ServiceRuntime, policy: VerifyPolicy | None = None) -> None:
     runtime.details["role"] = "verifier"
+    loops = workers(os.environ)
+    runtime.details["workers"] = str(loops)
     lineage = Lineage()
     watch = JobWatch(runtime.bus)
 
@@ -58,6 +74,6 @@ async def setup(runtime: ServiceRuntime, policy: VerifyPolicy | None = None) -> 
     async def start_consuming() -> None:  # healthy meanwhile: `kpilot status` shows waiting_for
         await runtime.wait_for("toolrunner")
         await runtime.bus.consume("candidates.>", "verifier", on_candidate, Candidate, batch=BATCH,
-                                  workers=WORKERS)
+                                  workers=loops)
 
     runtime.spawn(start_consuming(), "verifier-start")

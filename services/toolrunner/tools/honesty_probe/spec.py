@@ -286,4 +286,5 @@ SPEC = ToolSpec(
     input=HonestyInput,
     output=HonestyOutput,
     run=run,
+    shares_gpu=True,
 )

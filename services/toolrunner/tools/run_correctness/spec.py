@@ -251,4 +251,5 @@ SPEC = ToolSpec(
     input=RunCorrectnessInput,
     output=RunCorrectnessOutput,
     run=run,
+    shares_gpu=True,
 )
