@@ -207,8 +207,13 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
             break
         time.sleep(0.1)
     if st is None or st.phase != "running":
-        why = st.error if st is not None and st.error else f"see {log_dir / f'supervisor-{port}.log'}"
-        print(f"kpilot up: the stack did not start: {why}", file=sys.stderr)
+        sup_log = log_dir / f"supervisor-{port}.log"
+        why = st.error if st is not None and st.error else (
+            f"the supervisor exited with {sup.returncode}" if sup.poll() is not None
+            else f"not running within {timeout_s:.0f} s")
+        print(f"kpilot up: the stack did not start: {why}. The supervisor's log ({sup_log}) ends:",
+              file=sys.stderr)
+        print(_tail(sup_log, 30), file=sys.stderr)
         down(state_dir, port)
         return 1
     scheme = "tls" if tls else "nats"
@@ -234,6 +239,14 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
     except KeyboardInterrupt:
         pass
     return down(state_dir, port)
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError as e:
+        return f"  (unreadable: {e})"
+    return "\n".join(f"  {line}" for line in text[-lines:]) or "  (empty)"
 
 
 def _terminate(pid: int, timeout_s: float) -> None:

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import msgspec
@@ -173,12 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sup.start_all()
     except Exception as e:  # noqa: BLE001 - reported to `kpilot up` through the state file
-        sup.state.phase, sup.state.error = "failed", str(e)
+        sup.state.phase, sup.state.error = "failed", f"{type(e).__name__}: {e}"
         sup.save()
         sup.stopping = True
         for proc in sup.procs.values():
             proc.kill()
-        print(f"supervisor: start failed: {e}", file=sys.stderr, flush=True)
+        traceback.print_exc()  # the cause in full in the supervisor's log; `kpilot up` prints its end
+        print(f"supervisor: start failed: {sup.state.error}", file=sys.stderr, flush=True)
         return 1
     print(f"supervisor: {len(sup.services)} services and nats-server on {a.port} started", flush=True)
     sup.watch()

@@ -103,3 +103,14 @@ async def test_tail_count_ends_with_fewer_messages_than_asked(nats_server: Embed
     code = await asyncio.to_thread(args.func, args)
     out = capsys.readouterr()
     assert code == 1 and len(out.out.splitlines()) == 1 and "1 of 3 messages within 1.5 s" in out.err
+
+
+def test_a_stack_that_fails_to_start_shows_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The supervisor's failure reaches the user with its cause and the end of its log, not only the
+    stop line (a failed `kpilot up --cluster 3` once printed just "stopped 0 services")."""
+    from services.kpilot import stack
+
+    assert stack.up(tmp_path, free_port(), detach=True, services=("no_such_service",), timeout_s=60) == 1
+    err = capsys.readouterr().err
+    assert "the stack did not start: KeyError: 'no_such_service'" in err
+    assert "supervisor: start failed: KeyError" in err and "Traceback" in err
