@@ -13,22 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator, Mapping
 
 import aiorwlock
+
+from shared.concurrency import cores, count_from_env
 
 POOL_ENV = "KPILOT_TOOL_CPU_POOL"
 
 
 def cpu_pool_size(env: Mapping[str, str]) -> int:
     """The number of CPU-bound tool calls one runner runs at once."""
-    raw = env.get(POOL_ENV, "").strip()
-    if raw:
-        if not raw.isdigit() or int(raw) < 1:
-            raise ValueError(f"{POOL_ENV}={raw!r}: give a whole number of concurrent tool calls, 1 or more")
-        return int(raw)
-    return max(len(os.sched_getaffinity(0)), 1)
+    return count_from_env(env, POOL_ENV, cores(), "concurrent tool calls")
 
 
 def gpu_index(args: object) -> int:

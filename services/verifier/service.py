@@ -21,6 +21,7 @@ from services.verifier.funnel import Funnel
 from services.verifier.jobs import Lineage
 from services.verifier.policy import VerifyPolicy
 from services.verifier.withdraw import JobWatch
+from shared.concurrency import cores, count_from_env
 from shared.ids import derived_id
 from shared.messages import Candidate, Verdict
 from shared.service import ServiceRuntime
@@ -31,8 +32,10 @@ from shared.toolclient import BusToolClient
 # that ran every CPU tool and correctness run two at a time: the micro layers took turns call by call and
 # each got slower (30-58 s against 30-41 s). The toolrunner now sizes its pool to its cores and holds a GPU
 # alone only for a timing (services/toolrunner/call_slots.py), so one candidate's static layer and
-# correctness runs overlap another's timing: two on a machine of 8 cores or more, one below (a 2-core CI
-# machine only thrashes). KPILOT_VERIFIER_WORKERS overrides it.
+# correctness runs overlap another's timing. Two on a machine of 8 cores or more (H200 runs r41-r42, 16
+# cores: 2-5 candidates finished per 150 s job against r40's 2-3, per-layer times about unchanged); one
+# below, where two candidates' compiles would share a few cores (not measured). KPILOT_VERIFIER_WORKERS
+# overrides it.
 # A killed verifier's candidate is redelivered after the bus's ack wait (30 s); a live one marks it in
 # progress, so the funnel's worst case (bench_ab up to 600 s) needs no longer ack wait.
 BATCH = 1
@@ -40,12 +43,7 @@ WORKERS_ENV = "KPILOT_VERIFIER_WORKERS"
 
 
 def workers(env: Mapping[str, str]) -> int:
-    raw = env.get(WORKERS_ENV, "").strip()
-    if raw:
-        if not raw.isdigit() or int(raw) < 1:
-            raise ValueError(f"{WORKERS_ENV}={raw!r}: give a whole number of candidates verified at once, 1 or more")
-        return int(raw)
-    return 2 if len(os.sched_getaffinity(0)) >= 8 else 1
+    return count_from_env(env, WORKERS_ENV, 2 if cores() >= 8 else 1, "candidates verified at once")
 
 
 async def setup(runtime: ServiceRuntime, policy: VerifyPolicy | None = None) -> None:
