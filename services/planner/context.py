@@ -18,6 +18,7 @@ from typing import Literal
 import msgspec
 
 from services.planner.patcher import TaskSource
+from shared.constraint_table import ConstraintScope
 from shared.gpu_facts import H200, GpuFacts
 from shared.kernel_classes import classify_kernel, order_triples
 from shared.messages import ChangeDescription, Scalar, StateTriple
@@ -125,6 +126,25 @@ def read_task(path: str, source: str, evaluated: TaskManifest | None = None) -> 
     )
 
 
+def defines_constraint(source: str) -> bool:
+    """The task file binds a top-level `constraint` (a def, an assignment or an import): load_task then
+    has a table of what it refuses. A file that does not parse has nothing to ask about."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "constraint":
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "constraint"
+                                                for t in node.targets):
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name) == "constraint" for a in node.names):
+            return True
+    return False
+
+
 def primary_of(path: str, source: str) -> str:
     """The primary kernel (KERNELS[0], else the first @triton.jit function) without reading CONFIG."""
     tree = ast.parse(source, filename=path)
@@ -177,6 +197,9 @@ class PlannerContext(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # config_key -> programs of the config's smallest launch at the full shape (the launch_grid tool);
     # empty when not recorded (a CUDA task, a SPACE over MAX_CONFIGS, make_inputs needing real data)
     programs: dict[str, int] = {}
+    # load_task's tables of the task's constraint() (shared/constraint_table.py): the configs a policy
+    # must not propose; empty when the task has no constraint or its table could not be had
+    constraints: list[ConstraintScope] = []
 
 
 def hardware_rules(gpu: GpuFacts = H200) -> list[str]:

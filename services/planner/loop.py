@@ -18,10 +18,18 @@ from typing import Any, Protocol
 import msgspec
 
 from services.planner import jobs
-from services.planner.context import ComputedConfig, TaskView, build_context, primary_of, read_task
+from services.planner.context import (
+    ComputedConfig,
+    TaskView,
+    build_context,
+    defines_constraint,
+    primary_of,
+    read_task,
+)
 from services.planner.patcher import CandidateVersion, PatchRejected, make_candidate, sha256_text
 from services.planner.policies.base import Plan, Policy
 from services.planner.search import all_configs, programs_from
+from shared.constraint_table import ConstraintScope, refusing, scope_of
 from shared.ids import new_id
 from shared.messages import Candidate, JobUpdate, StateTriple, ToolResult, Verdict
 from shared.space_list import points
@@ -31,6 +39,15 @@ from shared.tools.grid import LaunchGridOutput
 from shared.tools.task import TaskManifest
 
 MAX_TOOL_CALLS = 4  # per plan: a policy that wants more is exploring, not deciding
+CONSTRAINT_REFUSED = "refused by the task's constraint"
+
+
+def constraint_line(scopes: list[ConstraintScope], skipped: int, left_out: int) -> str:
+    """The job log's one line on the task's constraint for a round: the refused configs the search passed
+    over (each once), the proposed candidates left out for it, and what the tables hold."""
+    return (f"constraint: the search skipped {skipped:,} configs the task's constraint refuses, "
+            f"{left_out} proposed candidate(s) left out for it; tables: "
+            + "; ".join(sc.describe() for sc in scopes))[:400]
 
 
 def kernel_of(task_path: str) -> str:
@@ -80,7 +97,9 @@ class Planner:
         self.triples: dict[str, list[StateTriple]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._programs: dict[str, dict[str, int]] = {}  # task sha256 -> launch_grid's programs per config
-        self._manifests: dict[str, TaskManifest] = {}  # task sha256 -> load_task's manifest (computed CONFIG)
+        # file sha256 -> load_task's manifest (a computed CONFIG, the constraint table)
+        self._manifests: dict[str, TaskManifest] = {}
+        self._load_failures: dict[tuple[str, str], str] = {}  # (job id, file sha256) -> why no manifest
 
     # ------------------------------------------------------------ entry points
 
@@ -203,6 +222,10 @@ class Planner:
         ctx = build_context(task, s.kernel, decomposition, self.triples.get(s.job_id), jobs.attempts(s))
         ctx.rejected = [n for n in s.notes if n.startswith("rejected")][-6:]
         ctx.programs = await self._launch_programs(task)
+        ctx.constraints, unchecked = await self._constraints(s)
+        for text in unchecked:
+            if text not in s.notes:  # once per job, not once per round
+                jobs.note(s, text)
         plan = await self._plan(s, ctx)
         if plan.llm is not None:
             s.llm = jobs.add_usage(s.llm, plan.llm)
@@ -213,9 +236,13 @@ class Planner:
             jobs.note(s, text[:400])
         if plan.tool_calls:
             ctx.tool_results = await self._tools(plan)
-        versions, rejected = self._patch(s, task, plan)
+        skipped = sum(len(sc.seen) for sc in ctx.constraints)  # by the policy's search, before the gate
+        versions, rejected = self._patch(s, task, plan, ctx.constraints)
         for r in plan.rejected + rejected:
             jobs.note(s, r)
+        if ctx.constraints:
+            left_out = sum(CONSTRAINT_REFUSED in r for r in rejected)
+            jobs.note(s, constraint_line(ctx.constraints, skipped, left_out))
         budget_left = s.budget.candidates - len(s.candidates)
         versions = versions[: max(budget_left, 0)]
         if not versions:
@@ -246,18 +273,54 @@ class Planner:
             return read_task(path, source)
         except ComputedConfig:
             pass
+        got = await self._manifest(path, source)
+        if isinstance(got, TaskManifest):
+            return read_task(path, source, evaluated=got)
+        if got.startswith("answered"):
+            raise ValueError(f"{path}: load_task {got}")
+        raise ValueError(f"{path}: CONFIG is computed by code and load_task could not evaluate it "
+                         f"({got}); fix the task, or write CONFIG as a literal dict")
+
+    async def _manifest(self, path: str, source: str) -> TaskManifest | str:
+        """load_task's manifest of this file version (kept once had), or why there is none."""
         key = sha256_text(source)
         if key not in self._manifests:
             r = await self.io.call_tool("load_task", {"path": path})
             if not r.ok or r.result is None:
-                why = f"{r.error.code}: {r.error.message}" if r.error else "no answer"
-                raise ValueError(f"{path}: CONFIG is computed by code and load_task could not evaluate it "
-                                 f"({why}); fix the task, or write CONFIG as a literal dict")
+                return f"{r.error.code}: {r.error.message}" if r.error else "no answer"
             try:
                 self._manifests[key] = msgspec.convert(r.result, TaskManifest)
             except msgspec.ValidationError as e:
-                raise ValueError(f"{path}: load_task answered an invalid manifest: {e}") from None
-        return read_task(path, source, evaluated=self._manifests[key])
+                return f"answered an invalid manifest: {e}"
+        return self._manifests[key]
+
+    async def _constraints(self, s: jobs.JobState) -> tuple[list[ConstraintScope], list[str]]:
+        """load_task's tables of the task's constraint() for this round, each with what it numbers: the
+        parent's file first (the best candidate's once it carries a transformation, whose SPACE holds the
+        knob the transformation added), then the task as the job found it. A file without a constraint
+        function is not asked about. Also one line per table the planner cannot use (it then proposes
+        as without one: the verifier's static layer still checks each candidate's CONFIG)."""
+        out: list[ConstraintScope] = []
+        notes: list[str] = []
+        for path in dict.fromkeys([jobs.analysis_path(s), s.base_path]):
+            try:
+                source = Path(path).read_text()
+            except OSError:
+                continue
+            if not defines_constraint(source):
+                continue
+            failed = (s.job_id, sha256_text(source))
+            got = self._load_failures.get(failed) or await self._manifest(path, source)
+            if isinstance(got, str):
+                self._load_failures[failed] = got  # asked again by the next job, not every round
+            name = Path(path).parent.name[:12] + "/" + Path(path).name if path != s.base_path else s.task_path
+            if isinstance(got, str):
+                notes.append(f"constraint of {name} not checked by the planner: load_task {got}"[:400])
+            elif (scope := scope_of(got)) is not None and scope.table.status != "complete":
+                notes.append(f"constraint of {name} not checked by the planner: {scope.table.note}"[:400])
+            elif scope is not None:
+                out.append(scope)
+        return out, notes
 
     async def _launch_programs(self, task: Any) -> dict[str, int]:
         """Programs per config from the launch_grid tool, once per task file version ({} when the tool
@@ -305,8 +368,11 @@ class Planner:
         return out
 
     def _patch(
-        self, s: jobs.JobState, task: TaskView, plan: Plan
+        self, s: jobs.JobState, task: TaskView, plan: Plan, constraints: list[ConstraintScope] | None = None,
     ) -> tuple[list[tuple[CandidateVersion, str]], list[str]]:
+        """Each plan candidate applied to the task; left out (with a line saying why): what the patcher
+        refuses, a config the task's constraint refuses (any policy's: the rules search already skips
+        them, an llm answer or a transformation's estimated config may not), and repeated bytes."""
         source = task.source
         seen = {r.candidate.source_sha256 for r in s.candidates.values()} | {sha256_text(source)}
         out, rejected = [], []
@@ -317,6 +383,10 @@ class Planner:
             )
             if isinstance(got, PatchRejected):
                 rejected.append(f"rejected plan candidate {i}: {got.summary()}"[:400])
+                continue
+            if (by := refusing(constraints or [], got.config)) is not None:
+                rejected.append(f"rejected plan candidate {i}: config {got.config} {CONSTRAINT_REFUSED} "
+                                f"({by.describe()})"[:400])
                 continue
             if got.sha256 in seen:
                 continue  # same bytes as a candidate already tried (or the start): nothing new to learn

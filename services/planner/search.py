@@ -3,9 +3,9 @@
 Kernel Tuner's shape: one entry point (`next_configs`), an options record, tested on CPU by replaying
 recorded timings. tinygrad's lesson: a failed or unmeasured config is a value (None), never an exception.
 
-1. Prune before anything compiles: shared memory per block, threads per block, accumulator registers,
-   blocks per SM (GPU.md's occupancy formula, shared/occupancy.py), and the smallest tile `tl.dot` gives
-   a warp.
+1. Prune before anything compiles: the task's own constraint() (as load_task evaluated it), shared
+   memory per block, threads per block, accumulator registers, blocks per SM (GPU.md's occupancy
+   formula, shared/occupancy.py), and the smallest tile `tl.dot` gives a warp.
 2. Rank what survives by a prior built from the diagnosis: wgmma eligibility, tile arithmetic intensity,
    pipelining depth, 128 B swizzle rows, waves and the L2 footprint of the grouped order (dot kernels);
    elements per thread and waves (the rest).
@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from shared.constraint_table import ConstraintScope, refusing
 from shared.gpu_facts import H200, GpuFacts
 from shared.messages import Scalar
 from shared.occupancy import blocks_per_sm
@@ -62,6 +63,9 @@ class Problem(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # A SPACE given as a list of configs (autotune-style): the only configs allowed, searched exhaustively
     # in prior order; `space` then holds each key's listed values. [] = the cross product of `space`.
     points: list[Config] = []
+    # The task's constraint() as load_task evaluated it over SPACE (shared/constraint_table.py): a config
+    # a scope refuses is pruned; one no scope covers (a transformation's new knob) is not judged.
+    constraints: list[ConstraintScope] = []
 
 
 class TileKeys(msgspec.Struct, frozen=True):
@@ -152,6 +156,8 @@ def prune_reasons(cfg: Config, p: Problem, gpu: GpuFacts = H200) -> list[str]:
     t = tile_keys(cfg)
     w = int(cfg.get("num_warps", 4))
     out = []
+    if p.constraints and refusing(p.constraints, cfg) is not None:
+        out.append("the task's constraint refuses it")
     if p.points and config_key(cfg) not in {config_key(c) for c in p.points}:
         out.append("not one of SPACE's listed configs")
     if e.threads > int(gpu.max_threads_per_block.value):

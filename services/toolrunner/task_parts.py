@@ -15,9 +15,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, get_args
 
+from shared.constraint_table import evaluate
 from shared.space_list import LIST_FORM, domains
 from shared.space_list import problems as list_problems
 from shared.tools.task import (
+    ConstraintTable,
     Dtype,
     KernelInfo,
     Precision,
@@ -123,6 +125,11 @@ def _named_shapes(shapes: TaskShapes) -> list[tuple[str, dict[str, int]]]:
     return [("micro", shapes.micro), ("full", shapes.full)] + [
         (f"edge:{i}", e) for i, e in enumerate(shapes.edge)
     ]
+
+
+def _constraint_shapes(shapes: TaskShapes) -> list[tuple[str, dict[str, int]]]:
+    """The shapes constraint() is checked on, CONFIG and every SPACE config alike: micro and full."""
+    return _named_shapes(shapes)[:2]
 
 
 def _kernels(module: ModuleType, problems: list[str]) -> list[KernelInfo]:
@@ -327,7 +334,7 @@ def _constraint(
         problems.append(_bad("constraint", "not a function of (config, shape)"))
         return False
     if shapes is not None and config:
-        for name, shape in _named_shapes(shapes)[:2]:
+        for name, shape in _constraint_shapes(shapes):
             try:
                 ok = c(dict(config), dict(shape))
             except Exception as e:  # noqa: BLE001
@@ -338,6 +345,20 @@ def _constraint(
             elif not ok:
                 problems.append(_bad("constraint", f"rejects the starting CONFIG on the {name} shape"))
     return True
+
+
+def _constraint_table(
+    module: ModuleType,
+    config: dict[str, Any],
+    space: dict[str, list[Any]],
+    space_configs: list[dict[str, Any]],
+    shapes: TaskShapes,
+) -> ConstraintTable | None:
+    """constraint() over every SPACE config, on the shapes `_constraint` checks CONFIG on (so a config
+    it refuses is one the static layer would refuse as a candidate's CONFIG); None without a SPACE."""
+    if not space:
+        return None
+    return evaluate(module.constraint, config, space, space_configs, _constraint_shapes(shapes))
 
 
 def _cuda(module: ModuleType, problems: list[str]) -> list[KernelInfo]:
@@ -380,6 +401,7 @@ def describe(module: ModuleType, path: str, sha256: str) -> tuple[TaskManifest |
     costs = _costs(module, shapes, problems) if shapes is not None and has_formulas else []
     if problems or shapes is None:
         return None, problems
+    table = _constraint_table(module, config, space, space_configs, shapes) if has_constraint else None
     cuda_sha, cuda_line = "", 0
     if kind == "cuda":
         import hashlib
@@ -396,6 +418,7 @@ def describe(module: ModuleType, path: str, sha256: str) -> tuple[TaskManifest |
         space=space,
         space_configs=space_configs,
         has_constraint=has_constraint,
+        constraint_table=table,
         inplace=inplace,
         shapes=shapes,
         dtype=dtype,  # type: ignore[arg-type]
@@ -405,6 +428,7 @@ def describe(module: ModuleType, path: str, sha256: str) -> tuple[TaskManifest |
         costs=costs,
         cuda_source_sha256=cuda_sha,
         cuda_source_line=cuda_line,
+        notes=[table.note] if table is not None and table.note else [],
     ), []
 
 

@@ -51,6 +51,32 @@ class ShapeCost(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     bytes_moved: float
 
 
+ConstraintStatus = Literal["complete", "over_cap", "timed_out"]
+
+
+class ConstraintTable(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The task's `constraint(config, shape)` evaluated by load_task (in the sandbox) on every config of
+    SPACE, so that services which never run task code (the planner) can leave out the configs it refuses.
+
+    A config is refused when `constraint` does not return True on one of `shapes` (the ones the loader
+    checks the starting CONFIG on), and also when it raises there or returns a non-bool. Configs are
+    numbered in SPACE's own order: itertools.product over `keys` (the last key varies fastest) for a
+    cross product, the listed order for a list SPACE (shared/space_list.py points: duplicates once). Only
+    a "complete" table has `refused_bits`; above the cap or the time limit nothing is judged (status
+    says which, `configs` is the space's size) and the planner proposes as it did without the table.
+    shared/constraint_table.py builds and reads it.
+    """
+
+    status: ConstraintStatus
+    shapes: list[str]  # the named shapes each config was judged on, e.g. ["micro", "full"]
+    keys: list[str]  # SPACE's keys in product order
+    configs: int  # configs in SPACE
+    refused: int = 0
+    raised: int = 0  # of the refused, those where constraint raised or returned a non-bool
+    refused_bits: bytes = b""  # bit i % 8 of byte i // 8 set = config i refused; b"" unless complete
+    note: str = ""  # e.g. the first exception constraint raised, with its config and shape
+
+
 class TaskManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     path: str  # absolute path of the task file
     sha256: str  # of the file's bytes: a change of source is a new task version
@@ -63,6 +89,8 @@ class TaskManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     space: dict[str, list[Scalar]] = {}
     space_configs: list[dict[str, Scalar]] = []  # a list SPACE's entries (merged over config); [] = product
     has_constraint: bool = False
+    # constraint() over SPACE (None: no constraint, or no SPACE to judge)
+    constraint_table: ConstraintTable | None = None
     # INPLACE: indices into make_inputs()'s tuple that launch() writes; their values after the call are
     # outputs, and the tools restore them between calls (examples/README.md, "In-place outputs").
     inplace: list[int] = []

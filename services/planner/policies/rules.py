@@ -237,6 +237,7 @@ class RulesPolicy:
             dot=ctx.has_dot,
             findings=[f.pattern for f in ctx.findings],
             programs=dict(ctx.programs),
+            constraints=list(ctx.constraints),
         )
 
     async def propose(self, ctx: PlannerContext) -> Plan:
