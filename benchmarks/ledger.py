@@ -25,6 +25,7 @@ back at most 8 files).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -209,7 +210,43 @@ def record(fetched: Path, results: Path = RESULTS) -> Path:
     if archive.exists():
         with tarfile.open(archive) as tar:
             tar.extractall(dest, filter="data")
+    drop_fixture_copies(dest)
     return dest
+
+
+FIXTURE_COPIES = "fx-copies.txt"
+
+
+def drop_fixture_copies(run_dir: Path) -> list[Path]:
+    """Remove each file under a step's `fx/` (device_env.sh's KPILOT_FIXTURE_OUT) whose bytes equal a file
+    outside `fx/` in the same step: the recorded tree is what the device tool carries (64 MiB in all),
+    and r33-r44 held each ncu corpus result twice. Each removal is listed, with its sha256 and the file it
+    equals, in the step's fx-copies.txt. Returns the removed paths."""
+    removed: list[Path] = []
+    for step in sorted(p for p in (run_dir / "steps").glob("*") if (p / "fx").is_dir()):
+        by_hash: dict[str, Path] = {}
+        for f in sorted(step.rglob("*")):
+            if f.is_file() and "fx" not in f.relative_to(step).parts[:1]:
+                by_hash.setdefault(hashlib.sha256(f.read_bytes()).hexdigest(), f)
+        lines = []
+        for f in sorted((step / "fx").rglob("*")):
+            if not f.is_file():
+                continue
+            digest = hashlib.sha256(f.read_bytes()).hexdigest()
+            if (same := by_hash.get(digest)) is not None:
+                lines.append(f"{f.relative_to(step)} {digest} = {same.relative_to(step)}")
+                f.unlink()
+                removed.append(f)
+        if lines:
+            listing = step / FIXTURE_COPIES
+            old = listing.read_text().splitlines() if listing.exists() else []
+            listing.write_text("\n".join(old + lines) + "\n")
+            for d in sorted((step / "fx").rglob("*"), reverse=True):
+                if d.is_dir() and not any(d.iterdir()):
+                    d.rmdir()
+            if not any((step / "fx").iterdir()):
+                (step / "fx").rmdir()
+    return removed
 
 
 def run_stamp() -> dict[str, str]:

@@ -82,3 +82,19 @@ def test_committed_run_files_load() -> None:
 
 def test_runs_are_ordered_by_their_number_not_their_spelling() -> None:
     assert sorted(["r10", "r9", "r41", "r100", "r2"], key=ledger.run_order) == ["r2", "r9", "r10", "r41", "r100"]
+
+
+def test_record_drops_fixture_copies_only_where_bytes_match(tmp_path: Path) -> None:
+    """A step's fx/ file equal to one of its results is listed and removed; a different one stays."""
+    step = tmp_path / "r9" / "steps" / "s"
+    (step / "results").mkdir(parents=True)
+    (step / "fx" / "verifier").mkdir(parents=True)
+    (step / "results" / "a.json").write_text('{"x": 1}')
+    (step / "fx" / "a.json").write_text('{"x": 1}')
+    (step / "fx" / "verifier" / "b.json").write_text('{"x": 2}')
+    removed = ledger.drop_fixture_copies(tmp_path / "r9")
+    assert removed == [step / "fx" / "a.json"]
+    assert (step / "fx" / "verifier" / "b.json").read_text() == '{"x": 2}'
+    listing = (step / ledger.FIXTURE_COPIES).read_text()
+    assert listing.startswith("fx/a.json ") and listing.rstrip().endswith("= results/a.json")
+    assert ledger.drop_fixture_copies(tmp_path / "r9") == []
