@@ -234,6 +234,11 @@ def roofline_check(full: Verdict | None, speedup: Measurement, bounds: TaskBound
             out.note = f"not checked: speedup not measured ({speedup.not_measured or NO_GPU})"
         elif out.floor_s <= 0:
             out.note = "not checked: the task's formulas give zero work"
+        elif base is not None and base * (1 + ROOF_MARGIN) < out.floor_s:
+            # the original itself runs below the floor: the formulas overstate the work (H200 r52, a
+            # captured output counted as read), so the floor says nothing about the candidate
+            out.note = (f"not checked: the baseline {base * 1e3:.4g} ms is itself below the roofline floor "
+                        f"{out.floor_s * 1e3:.4g} ms: the task's flops/bytes_moved overstate the work")
         else:
             out.checked = True
             if base is not None:

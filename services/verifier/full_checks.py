@@ -47,9 +47,18 @@ def judge_speedup(
     cost = full_cost(manifest)
     if cost is None:
         ms.append(Measurement(name="roofline_ms", not_measured="the task has no flops/bytes_moved formulas"))
+    elif ab.a.stats.median_ms < (floor_ms := policy.impossible_below_s(*cost) * 1e3):
+        # The original itself beats the bound: the task's formulas overstate its work (H200 r52: a
+        # captured output counted as read), so the bound can neither refuse a candidate nor end a job
+        ms.append(Measurement(
+            name="roofline_ms",
+            not_measured=f"the original's median {ab.a.stats.median_ms:.4g} ms is below the roofline bound "
+                         f"{policy.roofline_s(*cost) * 1e3:.4g} ms / {policy.roofline_slack} (flops "
+                         f"{cost[0]:.3g}, bytes {cost[1]:.3g}): the task's flops/bytes_moved overstate the "
+                         "work; fix them to get the impossible-speedup check and the roofline stop back",
+        ))
     else:
         bound_ms = policy.roofline_s(*cost) * 1e3
-        floor_ms = policy.impossible_below_s(*cost) * 1e3
         ms.append(
             Measurement(
                 name="roofline_ms",

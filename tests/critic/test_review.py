@@ -160,3 +160,15 @@ def test_a_speedup_without_a_ci_or_off_the_gpu_is_only_proposed() -> None:
     d = decide(j)
     assert d.status == "proposed" and "not measured on a GPU" in d.not_verified
     assert decide(job()).status == "verified" and decide(job()).not_verified == ""
+
+
+def test_a_floor_the_baseline_itself_beats_blames_the_formulas_not_the_candidate() -> None:
+    """H200 r52's captured swiglu: 3.61e8 bytes counted for 2.71e8 moved, original 0.0681 ms. A candidate
+    faster than that is judged by its measured gain; the floor is reported as not checked, with why."""
+    over = TaskBounds(flops=0.0, bytes_moved=3.61e8, precision="exact", dtype="float16")
+    d = decide(job(kernel="add_kernel", trigger=request(), job_id="job-swiglu", speedup=(0.0681, 0.0600)), over)
+    assert not any("beyond the roofline" in r for r in d.reasons), d.reasons
+    assert not d.roofline.checked and "baseline 0.0681 ms is itself below the roofline floor" in d.roofline.note
+    honest = TaskBounds(flops=0.0, bytes_moved=2.71e8, precision="exact", dtype="float16")
+    cheat = job(kernel="add_kernel", trigger=request(), job_id="job-swiglu", speedup=(0.0681, 0.0300))
+    assert any("beyond the roofline" in r for r in decide(cheat, honest).reasons)

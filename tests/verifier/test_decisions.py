@@ -98,6 +98,21 @@ def test_ten_times_the_real_speed_is_impossible() -> None:
     assert reasons == [r for r in reasons if r.startswith("impossible speedup")] and len(reasons) == 1
 
 
+def test_a_bound_the_original_itself_beats_refuses_nothing_and_says_why() -> None:
+    """H200 r52 (benchmarks/results/runs/r52/, liger swiglu captured): the task counted 3.61e8 bytes for
+    2.71e8 moved; the original ran 0.0681 ms and an honest candidate 0.0685 ms, both below the 0.0829 ms
+    bound / 1.1. Against the original's own time the bound is the formula's fault, not the candidate's."""
+    task = add_task()
+    task.costs = [ShapeCost(shape_name="full", shape={"n": N}, flops=0.0, bytes_moved=3.61e8)]
+    reasons, ms = judge_speedup(ab(0.0681, 0.0685, (0.99, 0.997)), task, VerifyPolicy())
+    assert not any(r.startswith("impossible speedup") for r in reasons)
+    roof = next(m for m in ms if m.name == "roofline_ms")
+    assert roof.value is None and "original's median 0.0681 ms is below the roofline bound" in roof.not_measured
+    # the same candidate time with a bound the original does not beat is still impossible
+    reasons, _ = judge_speedup(ab(0.0900, 0.0685, (1.3, 1.33)), task, VerifyPolicy())
+    assert any(r.startswith("impossible speedup") for r in reasons)
+
+
 def v(
     cand: str, layer: str, status: str, job: str | None = "j1", gpu: float = 0.0, review: bool = False
 ) -> Verdict:

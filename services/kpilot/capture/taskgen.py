@@ -21,6 +21,7 @@ from pathlib import Path
 
 import msgspec
 
+from services.kpilot.capture.reads import read_params
 from services.kpilot.capture.records import Capture, KernelRecord, Variant
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
@@ -148,9 +149,25 @@ def _ref_copy(rec: KernelRecord) -> str:
     return "\n\n".join(out)
 
 
-def _runtime(var: Variant, dtype: str, saved: dict[str, str]) -> str:
+def _moved(tensors: list, reads: set[str] | None) -> tuple[int, str]:
+    """bytes_moved of the captured call and the line saying how: each distinct tensor's bytes once per
+    direction, read when the kernel loads it (reads.py; an alias's load counts for its original), written
+    when the launch changed it. Where the source could not be read (`reads` None), a written tensor is
+    counted as written only: the bound then errs low, which never refuses an honest candidate."""
+    total, parts = 0, []
+    for s in (t for t in tensors if not t.alias_of):
+        names = {s.name} | {t.name for t in tensors if t.alias_of == s.name}
+        read = (not s.written) if reads is None else bool(names & reads)
+        ways = [w for w, on in (("read", read), ("written", s.written)) if on]
+        total += _nbytes(s) * len(ways)
+        parts.append(f"{s.name} {'+'.join(ways) or 'not counted'}")
+    how = "source not read: written tensors counted once" if reads is None else "from the kernel's loads"
+    return total, f"{', '.join(parts)} ({how})"
+
+
+def _runtime(var: Variant, dtype: str, saved: dict[str, str], reads: set[str] | None) -> str:
     tensors = [s for s in var.args if s.kind == "tensor"]
-    distinct = [s for s in tensors if not s.alias_of]
+    moved, moved_how = _moved(tensors, reads)
     specs = [
         {"name": s.name, "shape": s.shape, "stride": s.stride, "dtype": s.dtype, "saved": s.saved,
          "int_range": s.int_range, "alias_of": s.alias_of}
@@ -229,7 +246,7 @@ def flops(shape):
 
 
 def bytes_moved(shape):
-    return float({sum(_nbytes(s) for s in distinct) + sum(_nbytes(s) for s in distinct if s.written)})
+    return float({moved})  # {moved_how}
 '''
 
 
@@ -286,7 +303,7 @@ PRECISION = "exact"
 
 def grid(config):
     return {_grid_code(var, config)}
-{_runtime(var, dtype, saved)}
+{_runtime(var, dtype, saved, read_params(rec.source.functions, [s.name for s in tensors]))}
 
 {_ref_copy(rec)}
 
