@@ -343,6 +343,8 @@ class BadGridIO(MemoryIO):
     """launch_grid answers ok with results that do not match the request (TEST INPUT)."""
 
     async def call_tool(self, name: str, args: dict[str, Any]) -> ToolResult:
+        if name != "launch_grid":
+            return await super().call_tool(name, args)
         result = {"task_path": args["task_path"], "shape": {}, "results": [], "method": "test"}
         return ToolResult(source="test", tool=name, tool_version="1", ok=True, result=result)
 
