@@ -18,8 +18,10 @@ replicas), in one run, interleaved (raw, bus, raw, bus, ...; the median of the r
 - the same with each consumer running while the messages are published (`live_...`), as a service's
   consumer does. Until run r37 the bus side ran live and the raw side did not, which charged the bus for
   the many one-message fetches a consumer that keeps up with its publisher makes;
-- a cached tool call: `BusToolClient.call("compile")` answered from the in-process toolrunner's cache,
-  against a raw `nc.request` answered by a raw responder with the same reply bytes; p50 of each.
+- a cached tool call: `BusToolClient.call("compile")` answered from the toolrunner's cache, against a
+  raw `nc.request` answered by a raw responder with the same reply bytes; p50 of each. Both responders
+  run in one process of their own, as the toolrunner does in a stack (until this commit they ran in the
+  benchmark's process, which charged the caller for the toolrunner's work after its reply).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -214,49 +217,87 @@ async def side_by_side(url: Callable[[str], str], n: int, reps: int, calls: int)
             "cached_tool_call_ms": tool}
 
 
-async def tool_call(url: Callable[[str], str], calls: int) -> dict[str, object]:
-    """Cached `compile` through the toolrunner against raw request/reply with the same reply bytes."""
+TOOL_ARGS = {"task_path": str(ROOT / "examples" / "vector_add.py")}
+_RESPONDER_URLS = ("KPILOT_BENCH_TOOLRUNNER_URL", "KPILOT_BENCH_VERIFIER_URL")  # env, not argv: passwords
+
+
+async def serve_tools() -> None:
+    """The responder process (`--serve-tools`): the toolrunner service (ServiceRuntime, as `kpilot up`
+    runs it) and a raw nats-py responder answering `tools.raw_bench` with the bytes of the toolrunner's
+    own cached reply. Prints `ready <reply bytes>` once both serve; ends when stdin closes."""
     from services.toolrunner.service import setup
+    from shared.logging import configure
     from shared.service import ServiceRuntime
     from shared.toolclient import BusToolClient
 
-    rbus = await Bus.connect(url("toolrunner"), "toolrunner")
-    runtime = ServiceRuntime("toolrunner", rbus)
+    configure("toolrunner")  # JSON logs at info, as the service writes them
+    tr_url, v_url = (os.environ[k] for k in _RESPONDER_URLS)
+    runtime = ServiceRuntime("toolrunner", await Bus.connect(tr_url, "toolrunner"))
     await runtime.start()
     await setup(runtime)
-    client = BusToolClient(await Bus.connect(url("verifier"), "verifier"), timeout_s=600)
-    args = {"task_path": str(ROOT / "examples" / "vector_add.py")}
-    first = await client.call("compile", args)  # cold: compiles for cuda:90, fills the cache
+    client = BusToolClient(await Bus.connect(v_url, "verifier"), timeout_s=600)
+    first = await client.call("compile", TOOL_ARGS)  # cold: compiles for cuda:90, fills the cache
     assert first.ok, first.error
-    reply = encode(await client.call("compile", args))
+    reply = encode(await client.call("compile", TOOL_ARGS))
+    await client.bus.close()
 
     async def respond(msg: nats.aio.msg.Msg) -> None:
         await msg.respond(reply)
 
-    raw_server = await nats.connect(servers=url("toolrunner").split(","))
+    raw_server = await nats.connect(servers=tr_url.split(","))
     await raw_server.subscribe("tools.raw_bench", queue="toolrunner", cb=respond)  # its only permitted way
     await raw_server.flush()
-    raw_client = await nats.connect(servers=url("verifier").split(","))
-    request = encode(client_request(args))
-    raw_ms, bus_ms = [], []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        await raw_client.request("tools.raw_bench", request, timeout=10)
-        raw_ms.append((time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        res = await client.call("compile", args)
-        bus_ms.append((time.perf_counter() - t0) * 1000)
-        assert res.ok and res.cached
-    await raw_client.close()
+    print("ready", len(reply), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     await raw_server.close()
-    await client.bus.close()
     if runtime.micro is not None:
         await runtime.micro.stop()
-    await rbus.close()
+    await runtime.bus.close()
+
+
+async def tool_call(url: Callable[[str], str], calls: int) -> dict[str, object]:
+    """Cached `compile` through the toolrunner against raw request/reply with the same reply bytes, both
+    responders in one process of their own (the toolrunner runs as its own process in a stack: in this
+    one its logging and audit record, written after the reply, would be charged to the caller)."""
+    from shared.toolclient import BusToolClient
+
+    env = {**os.environ, _RESPONDER_URLS[0]: url("toolrunner"), _RESPONDER_URLS[1]: url("verifier"),
+           "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryDirectory() as tmp:  # the toolrunner keeps its cache under ./.kpilot
+        log = Path(tmp) / "responders.log"
+        with log.open("wb") as err:
+            child = await asyncio.create_subprocess_exec(
+                sys.executable, str(Path(__file__).resolve()), "--serve-tools", cwd=tmp, env=env,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err)
+        try:
+            line = (await asyncio.wait_for(child.stdout.readline(), 300)).decode().split()  # type: ignore[union-attr]
+            if line[:1] != ["ready"]:
+                raise RuntimeError(f"the responder process did not start: {log.read_text()[-2000:]}")
+            reply_bytes = int(line[1])
+            client = BusToolClient(await Bus.connect(url("verifier"), "verifier"), timeout_s=600)
+            raw_client = await nats.connect(servers=url("verifier").split(","))
+            request = encode(client_request(TOOL_ARGS))
+            raw_ms, bus_ms = [], []
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                await raw_client.request("tools.raw_bench", request, timeout=10)
+                raw_ms.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                res = await client.call("compile", TOOL_ARGS)
+                bus_ms.append((time.perf_counter() - t0) * 1000)
+                assert res.ok and res.cached, res.error
+            await raw_client.close()
+            await client.bus.close()
+        finally:
+            child.stdin.close()  # type: ignore[union-attr]
+            try:
+                await asyncio.wait_for(child.wait(), 30)
+            except TimeoutError:
+                child.kill()
     raw_p50, bus_p50 = statistics.median(raw_ms), statistics.median(bus_ms)
-    return {"calls": calls, "reply_bytes": len(reply), "raw_request_reply_p50": raw_p50,
-            "kernelpilot_cached_call_p50": bus_p50, "ratio_p50": bus_p50 / raw_p50,
-            "raw_p99": pct(raw_ms, 0.99), "kernelpilot_p99": pct(bus_ms, 0.99)}
+    return {"calls": calls, "reply_bytes": reply_bytes, "responders": "one process of their own",
+            "raw_request_reply_p50": raw_p50, "kernelpilot_cached_call_p50": bus_p50,
+            "ratio_p50": bus_p50 / raw_p50, "raw_p99": pct(raw_ms, 0.99), "kernelpilot_p99": pct(bus_ms, 0.99)}
 
 
 def client_request(args: dict[str, object]):  # type: ignore[no-untyped-def]
@@ -267,8 +308,6 @@ def client_request(args: dict[str, object]):  # type: ignore[no-untyped-def]
 async def compare(cluster: int, n: int, reps: int, calls: int) -> dict[str, object]:
     """`side_by_side` on one embedded server (cluster 0) or on an N-server cluster at N replicas."""
     with tempfile.TemporaryDirectory() as tmp:
-        cwd = os.getcwd()
-        os.chdir(tmp)  # the in-process toolrunner keeps its cache under ./.kpilot
         port = free_port()
         while cluster and any(port_open("127.0.0.1", port + i) for i in range(1, cluster)):
             port = free_port()
@@ -282,7 +321,6 @@ async def compare(cluster: int, n: int, reps: int, calls: int) -> dict[str, obje
             return await side_by_side(server.url, n, reps, calls)
         finally:
             server.stop()
-            os.chdir(cwd)
 
 
 def _commit() -> str:
@@ -304,7 +342,11 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=300, help="tool calls per side")
     ap.add_argument("--device", default="", help="what this ran on, for the record (default: this host)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--serve-tools", action="store_true", help=argparse.SUPPRESS)  # the responder process
     args = ap.parse_args()
+    if args.serve_tools:
+        asyncio.run(serve_tools())
+        return
     burst = asyncio.run(run(args.messages, None))
     paced = asyncio.run(run(min(args.messages, 20_000), rate=2_000.0))
     single = asyncio.run(compare(0, args.compare_messages, args.reps, args.calls))

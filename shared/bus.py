@@ -700,9 +700,10 @@ class Bus:
 
         counted = metrics.consumer(self.service, durable)  # the label children, resolved once
 
-        async def _one(raw: Msg, keepalive: _InProgress) -> None:
+        async def _one(raw: Msg, keepalive: _InProgress, lag_due: list[bool]) -> None:
             # The per-message path is what every message pays: the delivery count (a parse of the reply
-            # subject) and a logger bound to the message are made only where a failure needs them.
+            # subject) and a logger bound to the message are made only where a failure needs them. The bus
+            # lag is observed for the first message handled of each fetched batch (`lag_due`): the oldest.
             stats.received += 1  # its Prometheus counters move once per fetched batch (_loop)
             try:
                 msg = decode(raw.data, msg_type, max_bytes=max_bytes)
@@ -751,7 +752,9 @@ class Bus:
             await raw.ack()
             stats.handled += 1
             counted.handler_seconds.observe(time.monotonic() - t0)
-            counted.lag_seconds.observe(max(time.time() - msg.ts, 0.0))
+            if lag_due[0]:
+                lag_due[0] = False
+                counted.lag_seconds.observe(max(time.time() - msg.ts, 0.0))
             if deferred:
                 deferred.pop(msg.id, None)
             seen[msg.id] = None
@@ -790,11 +793,11 @@ class Bus:
                         continue
                     # received / handled counted once per batch (two locked Prometheus increments per
                     # message saved), exact when the batch ends.
-                    received, handled = stats.received, stats.handled
+                    received, handled, lag_due = stats.received, stats.handled, [True]
                     try:
                         for raw in msgs:
                             try:
-                                await _one(raw, keepalive)
+                                await _one(raw, keepalive, lag_due)
                             except Exception as e:  # noqa: BLE001 - an ack lost to a reconnect: redelivered later
                                 log.warning("message left for redelivery", error=_describe(e))
                     finally:

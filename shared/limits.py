@@ -10,8 +10,10 @@ one level per pass (each pass is one C-level regex over the bytes), so its cost 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import msgspec
+import msgspec.inspect as mi
 
 # The deepest message the system makes is a ToolResult of a compile (envelope -> result -> artifacts ->
 # record -> field: depth 6); 64 leaves room for tool arguments and stays far below the ~1,000 Python
@@ -46,12 +48,51 @@ def depth_exceeds(data: bytes, max_depth: int = MAX_DEPTH) -> bool:
     return True
 
 
-def check(data: bytes, *, max_bytes: int | None = None, max_depth: int = MAX_DEPTH) -> None:
-    """Raise LimitExceeded, with the limit and how to stay inside it, when `data` is too big or deep."""
+_SCALARS = (mi.BoolType, mi.ByteArrayType, mi.BytesType, mi.DateTimeType, mi.DateType, mi.DecimalType,
+            mi.EnumType, mi.FloatType, mi.IntType, mi.LiteralType, mi.NoneType, mi.StrType, mi.TimeDeltaType,
+            mi.TimeType, mi.UUIDType)
+
+
+def bounded_depth(type_: Any) -> int | None:
+    """How deep a JSON document can nest before msgspec's typed decoder for `type_` refuses it, or None
+    when nothing bounds it (an `Any`, a raw value, a recursive type, a Struct that skips unknown fields).
+
+    The typed decoder checks each value against its declared type as it reads: where `type_` bounds the
+    nesting, a deeper document fails at the first level the type does not allow (a list where a str is
+    declared, an unknown field), after reading at most that many levels. Such a type needs no depth scan
+    of its bytes (`check(..., max_depth=None)`); the scan is for the types this returns None for."""
+    def depth(t: mi.Type, path: frozenset[type]) -> int | None:
+        if isinstance(t, _SCALARS):
+            return 0
+        if isinstance(t, mi.StructType):
+            if not t.forbid_unknown_fields or t.cls in path:  # unknown values are skipped; a cycle
+                return None
+            inner = [depth(f.type, path | {t.cls}) for f in t.fields]
+            return None if None in inner else 1 + max(inner, default=0)  # type: ignore[type-var]
+        if isinstance(t, mi.UnionType):
+            inner = [depth(u, path) for u in t.types]
+            return None if None in inner else max(inner)  # type: ignore[type-var]
+        if isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+            d = depth(t.item_type, path)
+            return None if d is None else 1 + d
+        if isinstance(t, mi.TupleType):
+            inner = [depth(u, path) for u in t.item_types]
+            return None if None in inner else 1 + max(inner, default=0)  # type: ignore[type-var]
+        if isinstance(t, mi.DictType):
+            d = depth(t.value_type, path)
+            return None if d is None else 1 + d
+        return None  # Any, Raw, custom and anything not listed: not bounded here
+
+    return depth(mi.type_info(type_), frozenset())
+
+
+def check(data: bytes, *, max_bytes: int | None = None, max_depth: int | None = MAX_DEPTH) -> None:
+    """Raise LimitExceeded, with the limit and how to stay inside it, when `data` is too big or deep
+    (`max_depth=None`: the size only, for a type whose decoder bounds the depth, see `bounded_depth`)."""
     if max_bytes is not None and len(data) > max_bytes:
         raise LimitExceeded(f"message of {len(data):,} bytes exceeds this consumer's limit of {max_bytes:,} "
                             f"bytes; store large payloads in the `artifacts` object store and send a reference")
-    if depth_exceeds(data, max_depth):
+    if max_depth is not None and depth_exceeds(data, max_depth):
         raise LimitExceeded(f"JSON nested deeper than {max_depth} levels; no kernelpilot message nests "
                             f"that deep (send flat records)")
 

@@ -514,7 +514,8 @@ MESSAGE_TYPES: tuple[type[Message], ...] = ANY_MESSAGE.__args__  # type: ignore[
 
 _encoder = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder(ANY_MESSAGE)
-_decoders: dict[type, msgspec.json.Decoder] = {}  # one per message type, made on first use
+# one per message type, made on first use: its decoder, and the depth scan its bytes need (None: none)
+_decoders: dict[type, tuple[msgspec.json.Decoder, int | None]] = {}
 
 
 def encode(msg: Message) -> bytes:
@@ -528,10 +529,13 @@ def decode(data: bytes, type_: type[Message] | None = None, *, max_bytes: int | 
     `max_bytes` or nested deeper than shared/limits.py allows (checked first, without recursion);
     consumers turn those into dead letters.
     """
-    limits.check(data, max_bytes=max_bytes)
     if type_ is None:
+        limits.check(data, max_bytes=max_bytes)
         return _any_decoder.decode(data)
-    decoder = _decoders.get(type_)
-    if decoder is None:
-        decoder = _decoders[type_] = msgspec.json.Decoder(type_)
-    return decoder.decode(data)
+    found = _decoders.get(type_)
+    if found is None:  # a type whose decoder bounds the nesting needs no depth scan of the bytes
+        bounded = limits.bounded_depth(type_)
+        found = _decoders[type_] = (msgspec.json.Decoder(type_),
+                                    None if bounded is not None and bounded <= limits.MAX_DEPTH else limits.MAX_DEPTH)
+    limits.check(data, max_bytes=max_bytes, max_depth=found[1])
+    return found[0].decode(data)

@@ -2,7 +2,8 @@
 endpoint that serves them (`/metrics`, loopback by default).
 
 The bus moves a `ConsumerMetrics` (its label children, resolved once) for every message a durable consumer
-takes (received, handled, retried, duplicate, dead-lettered, handler latency, bus lag; `on_consumed` /
+takes (received, handled, retried, duplicate, dead-lettered, handler latency; the bus lag once per fetched
+batch, for its oldest message; `on_consumed` /
 `on_handled` are the same by name), and calls `on_published` for every
 message a service stores (the domain counters are derived from the messages themselves: a JobUpdate moves
 `kpilot_jobs`, a Verdict counts a candidate at its layer and its GPU seconds, an AuditRecord is a tool call
@@ -48,7 +49,8 @@ MESSAGES = Counter("kpilot_messages_total", "Messages a durable consumer took, b
                    ["service", "consumer", "outcome"], registry=REGISTRY)
 HANDLER_SECONDS = Histogram("kpilot_handler_seconds", "Wall time of a consumer's handler per message",
                             ["service", "consumer"], buckets=_HANDLER_BUCKETS, registry=REGISTRY)
-BUS_LAG = Histogram("kpilot_bus_lag_seconds", "Message age when its consumer got it (now - envelope ts)",
+BUS_LAG = Histogram("kpilot_bus_lag_seconds",
+                    "Age of the oldest message of each batch a consumer fetched, once handled (now - envelope ts)",
                     ["service", "consumer"], buckets=_LAG_BUCKETS, registry=REGISTRY)
 PUBLISHED = Counter("kpilot_published_total", "Messages stored on JetStream, by message kind",
                     ["service", "kind"], registry=REGISTRY)

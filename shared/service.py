@@ -79,6 +79,7 @@ class ServiceRuntime:
         self.exit_code = 0
         self.dead: dict[str, str] = {}  # spawned task -> why it died
         self._inflight: set[asyncio.Task[None]] = set()
+        self._after: set[asyncio.Task[None]] = set()  # after_reply's bookkeeping, finished on stop
         # (when, ack subject) of watched requests answered lately: a reconnect now may have cost the reply
         self._answered: deque[tuple[float, str]] = deque()
         bus.on_fatal = self.fatal
@@ -132,6 +133,25 @@ class ServiceRuntime:
         task = asyncio.get_running_loop().create_task(_send(), name="ask-again")
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
+
+    def after_reply(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Run an endpoint's bookkeeping (its audit record, its log line) once its reply is written.
+
+        Called right after `req.respond`: the reply is in the connection's buffer and the flusher has
+        been woken, so this task runs after the reply's write. The reply then leaves in a write of its
+        own: nats-server flushes deliveries once per read of a client's buffer, and an audit record
+        (a JetStream store) in the same read held the reply back. The endpoint's own task still ends in
+        one step (a cache hit needs no acknowledgement, see add_endpoint). Failures are logged; on stop
+        these tasks are given up to 2 s to finish, not cancelled (an audit record is not dropped)."""
+        async def _run() -> None:
+            try:
+                await coro
+            except Exception:  # bookkeeping must not take the service down
+                self.log.exception("after-reply work failed", work=name)
+
+        task = asyncio.get_running_loop().create_task(_run(), name=f"after-reply:{name}")
+        self._after.add(task)
+        task.add_done_callback(self._after.discard)
 
     def _stats(self, _endpoint: EndpointStats) -> object:
         return msgspec.to_builtins(self.health())
@@ -268,6 +288,8 @@ class ServiceRuntime:
                 await self.micro.stop()
         for task in list(self._inflight):
             task.cancel()
+        if self._after:
+            await asyncio.wait(list(self._after), timeout=2.0)
         await self.bus.close()
         return self.exit_code
 

@@ -75,15 +75,18 @@ async def setup(runtime: ServiceRuntime) -> None:
             # before the reply: a caller may fetch the artifacts the result names as soon as it has it
             await artifacts.mirror(result.result)
         await req.respond(encode(result))
-        # The audit record goes out in the reply's write, its ack checked by the bus off this path: a cache
-        # hit's task then ends in one step and the caller gets no ack to read (shared/service.py).
+        runtime.after_reply(record(name, tool_req, result, queued_s), name)
+
+    async def record(name: str, tool_req: ToolRequest, result: ToolResult, queued_s: float) -> None:
+        """The call's audit record (its ack checked by the bus off this path) and log line, written after
+        the reply (ServiceRuntime.after_reply): the caller does not wait for either."""
         args_hash = hashlib.sha256(msgspec.json.encode(tool_req.args)).hexdigest()
         outcome = "ok" + (" (cached)" if result.cached else "") if result.ok else result.error.code  # type: ignore[union-attr]
-        runtime.log.info("tool call", tool=name, outcome=outcome, run_s=round(result.duration_s, 2),
-                         queued_s=round(queued_s, 2), caller=tool_req.source)
         await runtime.bus.publish_checked_later(audit_subject("toolrunner"), AuditRecord(
             source="toolrunner", actor=tool_req.source, action=name, args_sha256=args_hash,
             duration_s=result.duration_s, outcome=outcome, **tool_req.caused()))
+        runtime.log.info("tool call", tool=name, outcome=outcome, run_s=round(result.duration_s, 2),
+                         queued_s=round(queued_s, 2), caller=tool_req.source)
 
     def endpoint(name: str):  # type: ignore[no-untyped-def]
         async def handler(req: Request) -> None:
