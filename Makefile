@@ -47,10 +47,17 @@ wheels-oss: install
 down: install
 	$(BIN)/kpilot down --port $(PORT)
 
-# The whole CPU suite. pytest exits 5 when it collects nothing: that is a failure here, never a pass.
+# The whole CPU suite, in two parts: the folders whose tests start no whole stack (compiles, interpreted
+# kernels, sandboxed tool workers, one service at most) run TEST_WORKERS at a time (pytest-xdist: a
+# test keeps about one core busy), the rest (stacks of six services, server kills, timed jobs) one at a
+# time. pytest exits 5 when it collects nothing: that is a failure here, never a pass.
+TEST_WORKERS ?= 2
+PARALLEL_TESTS = tests/transforms tests/toolrunner tests/planner tests/decomposer tests/parsers tests/critic
 test: install
-	$(BIN)/python -m pytest -q; rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PARALLEL_TESTS); rc1=$$?; \
+	  $(BIN)/python -m pytest -q $(addprefix --ignore=,$(PARALLEL_TESTS)); rc2=$$?; \
+	  if [ $$rc1 -eq 5 ] || [ $$rc2 -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; \
+	  if [ $$rc1 -ne 0 ]; then exit $$rc1; fi; exit $$rc2
 
 # On the H200 (device tool): the gpu-marked tests.
 test-gpu: install

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from pathlib import Path
 
 import msgspec
@@ -101,19 +102,65 @@ HONEST: list[tuple[str, str | None, dict[str, int]]] = [
 ]
 
 
-def run_funnel(task: str, candidate: str | None, config: dict[str, int] | None = None) -> list[Verdict]:
+Run = tuple[str, str | None, tuple[tuple[str, int], ...]]  # task, candidate, config items
+
+
+async def _funnel(task: str, candidate: str | None, config: dict[str, int] | None = None) -> list[Verdict]:
     job = VerifyJob(
         candidate_id=candidate or task,
         task_path=str(EXAMPLES / f"{task}.py"),
         candidate_path=str(CHEATS / f"{candidate}.py") if candidate else None,
         config=config or {},
     )
-    verdicts = asyncio.run(verify(job, InProcessToolClient(local_executor(), source="test")))
+    verdicts = await verify(job, InProcessToolClient(local_executor(), source="test"))
     if out := os.environ.get("KPILOT_FIXTURE_OUT"):
         path = Path(out) / "verifier" / f"{candidate or task}.verdicts.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(msgspec.to_builtins(verdicts), indent=1))
     return verdicts
+
+
+def run_funnel(task: str, candidate: str | None, config: dict[str, int] | None = None) -> list[Verdict]:
+    return asyncio.run(_funnel(task, candidate, config))
+
+
+def _run_of(item: pytest.Item) -> Run | None:
+    """The funnel run a selected CPU test of this module needs (None: not one of them)."""
+    params = getattr(item, "callspec", None)
+    if params is None or item.get_closest_marker("gpu") or item.module is not sys.modules[__name__]:
+        return None
+    p = params.params
+    if "name" in p:
+        return CPU_CHEATS[p["name"]][0], p["name"], ()
+    return p["task"], p["candidate"], tuple(sorted(p["config"].items()))
+
+
+@pytest.fixture(scope="module")
+def funnel_runs(request: pytest.FixtureRequest) -> dict[Run, list[Verdict] | BaseException]:
+    """The verdicts of every funnel run the selected tests of this module need, computed at once, two at
+    a time: one run keeps about one of this machine's two cores busy (its sandboxed workers run one after
+    another), and the runs are independent (each its own candidate file, the in-process executor's
+    reference cache is locked), so the module takes about half the time of one run after another. A run
+    that raised is kept as its exception, for its own test to raise."""
+    wanted = list(dict.fromkeys(r for item in request.session.items if (r := _run_of(item)) is not None))
+
+    async def _all() -> list[list[Verdict] | BaseException]:
+        slots = asyncio.Semaphore(2)
+
+        async def one(run: Run) -> list[Verdict]:
+            async with slots:
+                return await _funnel(run[0], run[1], dict(run[2]) or None)
+
+        return await asyncio.gather(*(one(r) for r in wanted), return_exceptions=True)
+
+    return dict(zip(wanted, asyncio.run(_all()), strict=True))
+
+
+def _verdicts(runs: dict[Run, list[Verdict] | BaseException], run: Run) -> list[Verdict]:
+    got = runs[run]
+    if isinstance(got, BaseException):
+        raise got
+    return got
 
 
 def assert_stopped(verdicts: list[Verdict], layer: str, markers: tuple[str, ...]) -> None:
@@ -135,9 +182,10 @@ def test_the_corpus_has_a_file_per_trick_and_every_file_an_expectation() -> None
 
 
 @pytest.mark.parametrize("name", sorted(CPU_CHEATS))
-def test_cheat_is_stopped_at_the_right_layer_for_the_right_reason(name: str) -> None:
+def test_cheat_is_stopped_at_the_right_layer_for_the_right_reason(
+        name: str, funnel_runs: dict[Run, list[Verdict] | BaseException]) -> None:
     task, layer, markers = CPU_CHEATS[name]
-    verdicts = run_funnel(task, name)
+    verdicts = _verdicts(funnel_runs, (task, name, ()))
     assert_stopped(verdicts, layer, markers)
     if layer == "static" and "needs human review" in markers[0]:
         assert verdicts[-1].needs_review and verdicts[-1].annotations, "a hazard quotes its SASS lines"
@@ -145,9 +193,10 @@ def test_cheat_is_stopped_at_the_right_layer_for_the_right_reason(name: str) -> 
 
 @pytest.mark.parametrize(("task", "candidate", "config"), HONEST)
 def test_honest_config_changes_pass_every_layer_the_cpu_can_run(
-    task: str, candidate: str | None, config: dict[str, int]
+    task: str, candidate: str | None, config: dict[str, int],
+    funnel_runs: dict[Run, list[Verdict] | BaseException]
 ) -> None:
-    verdicts = run_funnel(task, candidate, config)
+    verdicts = _verdicts(funnel_runs, (task, candidate, tuple(sorted(config.items()))))
     assert [(v.layer, v.status) for v in verdicts] == [
         ("static", "pass"),
         ("micro", "pass"),
