@@ -4,6 +4,7 @@ running by the stack's supervisor (services/kpilot/supervisor.py), which restart
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -208,6 +209,9 @@ def up(state_dir: Path, port: int, *, detach: bool, timeout_s: float = 120.0,
         time.sleep(0.1)
     if st is None or st.phase != "running":
         sup_log = log_dir / f"supervisor-{port}.log"
+        if st is not None and st.phase != "starting":  # it wrote its failure and is exiting: its log is
+            with contextlib.suppress(subprocess.TimeoutExpired):  # complete once it has exited
+                sup.wait(timeout=10)
         why = st.error if st is not None and st.error else (
             f"the supervisor exited with {sup.returncode}" if sup.poll() is not None
             else f"not running within {timeout_s:.0f} s")
