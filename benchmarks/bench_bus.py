@@ -262,7 +262,7 @@ async def tool_call(url: Callable[[str], str], calls: int) -> dict[str, object]:
     from shared.toolclient import BusToolClient
 
     env = {**os.environ, _RESPONDER_URLS[0]: url("toolrunner"), _RESPONDER_URLS[1]: url("verifier"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryDirectory() as tmp:  # the toolrunner keeps its cache under ./.kpilot
         log = Path(tmp) / "responders.log"
         with log.open("wb") as err:
