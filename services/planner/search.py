@@ -421,6 +421,12 @@ def _shape_seeds(p: Problem, count: int, ranked: list[Config]) -> list[Config]:
             picked.append(c)
         if len(picked) == count:
             break
+    if len(picked) < count:
+        # Fewer tile shapes than seeds (a row kernel whose block must span the row: H200 r53's captured
+        # rms_norm had one BLOCK_SIZE, so round 0 held one config and its job ended after it): the rest of
+        # round 0 goes to the best-ranked one-knob steps around the start (launch options at that shape).
+        steps = (c for c in _neighbours(dict(p.config), p.space, p.dot) if not prune_reasons(c, p))
+        picked = _dedup(picked + sorted(steps, key=lambda c: -prior(c, p)))[:count]
     return picked
 
 

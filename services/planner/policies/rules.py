@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from services.planner.context import PlannerContext, TaskView
+from services.planner.context import Attempt, PlannerContext, TaskView
 from services.planner.effects import Effect, effect
 from services.planner.patcher import PatchRejected, TaskSource, apply_changes, parse_anchor
 from services.planner.policies.base import CandidatePlan, Plan
@@ -333,10 +333,14 @@ class RulesPolicy:
             )
         # configs of the current parent's source only: a config measured on another source (before a
         # transform added its knob) is not a point of this search
-        history = [(a.config, a.score if a.status == "pass" else None) for a in ctx.attempts
+        history = [(a.config, search_score(a)) for a in ctx.attempts
                    if _transforms_of(a.changes) == _transforms_of(ctx.best_changes)]
         if not any(config_key(c) == config_key(parent.config) for c, _ in history):
-            history.append((dict(parent.config), None))  # the start is never re-proposed
+            # the start is never re-proposed; on the task's own source, once a speedup was measured, it is
+            # the measured 1.0x every speedup is relative to (so the search can step around it)
+            start = 1.0 if not _transforms_of(ctx.best_changes) and _scored(history) and all(
+                a.score_name == "speedup" for a in ctx.attempts if search_score(a) is not None) else None
+            history.append((dict(parent.config), start))
         p = self.problem(ctx, parent)
         if parent.derived:
             notes.append(f"no SPACE in the task: searching one derived from CONFIG ({', '.join(parent.space)})")
@@ -384,6 +388,19 @@ def alternate(code: list[CandidatePlan], configs: list[CandidatePlan]) -> list[C
 
 def msgspec_key(c: ChangeDescription) -> tuple:
     return (c.change, c.target, c.value, c.search, c.replace, c.hint, c.transform, tuple(sorted(c.params.items())))
+
+
+def search_score(a: Attempt) -> float | None:
+    """The score the config search may use: a pass's, and a full-layer failure's whose only reason is a
+    gain too small to accept (a measured point, slower or not significantly faster). H200 r53: the captured
+    rms_norm's one config ran at 0.900x, counted as unmeasured, and the job ended with 20 configs untried.
+    A correctness, static or impossible-speedup failure measures nothing the search should follow."""
+    if a.status == "pass":
+        return a.score
+    if a.status == "fail" and a.layer == "full" and a.score is not None and a.reasons and all(
+            r.startswith("full: no significant gain") for r in a.reasons):
+        return a.score
+    return None
 
 
 def _scored(history: list[tuple[dict, float | None]]) -> bool:
