@@ -87,8 +87,24 @@ def _patch(root: Path, ctx: Any, plan: Any) -> list[dict[str, Any]]:
             out.append({"kinds": kinds, "applied": False, "why": got.summary()[:300]})
         else:
             out.append({"kinds": kinds, "applied": True, "noop": got.sha256 == start, "path": got.path,
-                        "config": got.config})
+                        "config": got.config, "sha256": got.sha256,
+                        "changes": msgspec.to_builtins(list(cp.changes))})
     return out
+
+
+def keep_candidates(keep: Path, task_rel: str, cands: list[dict[str, Any]], stamp: dict[str, str]) -> list[dict]:
+    """Copy a suite round's applied, non-no-op llm candidates into `keep` (one task file each, named by
+    task and content hash) and return their index rows: what benchmarks/llm_timed.py times on a GPU."""
+    keep.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for rank, c in enumerate(cands, 1):
+        if not c["applied"] or c.get("noop"):
+            continue
+        name = f"{Path(task_rel).stem}__{c['sha256'][:12]}.py"
+        (keep / name).write_text(Path(c["path"]).read_text())
+        rows.append({"task": task_rel, "candidate": name, "rank": rank, "config": c["config"],
+                     "kinds": c["kinds"], "changes": c["changes"], "sha256": c["sha256"], **stamp})
+    return rows
 
 
 async def _funnel(task_rel: str, cand: dict[str, Any]) -> dict[str, Any]:
@@ -123,8 +139,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from services.planner.policies.rules import RulesPolicy
     from tests.fixtures.llm.contexts import corpus_cases, corpus_context, task_context
 
-    corpus = [("corpus", c) for c in corpus_cases()]
+    corpus = [] if args.suite_only else [("corpus", c) for c in corpus_cases()]
     suite = [("suite", f"benchmarks/tasks/{p.name}") for p in sorted((ROOT / "benchmarks/tasks").glob("l*.py"))]
+    kept: list[dict[str, Any]] = []
     order: list[tuple[str, str]] = []
     for i in range(max(len(corpus), len(suite))):  # interleave: ~2 corpus cases per suite task
         order += corpus[2 * i: 2 * i + 2] + suite[i: i + 1]
@@ -172,6 +189,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         }
         lc, rc = _configs(row["llm"]["candidates"]), _configs(row["rules"]["candidates"])
         row["agreement"] = {"same_configs": len(lc & rc), "llm_configs": len(lc), "rules_configs": len(rc)}
+        if kind == "suite" and args.keep is not None:
+            kept += keep_candidates(args.keep, name, row["llm"]["candidates"], {
+                "model": args.model, "model_sha256": args.sha256, "run_id": args.run_id, "commit": args.commit})
+            (args.keep / "index.json").write_text(json.dumps(kept, indent=1) + "\n")
         if kind == "suite":
             for who in ("llm", "rules"):
                 first = next((c for c in row[who]["candidates"] if c["applied"] and not c.get("noop")), None)
@@ -300,17 +321,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-transforms", action="store_true", help="offer no `transform` kinds (as before)")
     ap.add_argument("--run-id", default="", help="default: llm-<UTC time>")
     ap.add_argument("--device", default="", help="the machine, in words (default: platform)")
+    ap.add_argument("--suite-only", action="store_true", help="only the suite tasks (the GPU-timeable contexts)")
+    ap.add_argument("--keep", type=Path, help="copy the llm's suite candidates here with an index.json, "
+                    "for benchmarks/llm_timed.py to time on a GPU")
     args = ap.parse_args(argv)
+    args.run_id = args.run_id or time.strftime("llm-%Y%m%dT%H%M%SZ", time.gmtime())
     import subprocess
 
     # Read before the run: the code that runs is the code imported at its start (a commit made while a
     # run lasts must not be recorded as the one that ran).
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                             check=False).stdout.strip()
+    args.commit = commit
     got = asyncio.run(run(args))
     result = {
         "what": "llm policy vs rules on the planted corpus and the suite tasks (benchmarks/bench_llm.py)",
-        "run_id": args.run_id or time.strftime("llm-%Y%m%dT%H%M%SZ", time.gmtime()),
+        "run_id": args.run_id,
         "device": args.device or f"{platform.machine()} {platform.node()}, {os.cpu_count()} CPUs, CPU only",
         "transforms_offered": not args.no_transforms,
         "skipped_contexts": args.skip,
