@@ -10,6 +10,7 @@ before a layer starts is withdrawn: one `withdrawn` verdict at that layer, which
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections.abc import Awaitable, Callable
@@ -247,7 +248,32 @@ class Funnel:
     # ------------------------------------------------------------ layer 2: micro
 
     async def micro(self, job: VerifyJob, run: LayerRun) -> bool:
-        """False when correctness could not be checked here (then the full layer is skipped too)."""
+        """False when correctness could not be checked here (then the full layer is skipped too).
+
+        The honesty probe starts beside the correctness run (both share the GPU, neither times it:
+        call_slots.py); its answer is read only once correctness passed, and it is cancelled when
+        correctness fails. H100 run r54: the two took 15-27 s and 17-36 s one after the other, over half
+        of each captured candidate's funnel time."""
+        probe = asyncio.ensure_future(self._call(
+            run,
+            "honesty_probe",
+            HonestyInput(
+                task_path=job.task_path,
+                candidate_path=job.candidate_path,
+                config=job.config,
+                seeds=list(self.policy.honesty_seeds),
+            ),
+            HonestyOutput,
+        ))
+        try:
+            return await self._micro_checks(job, run, probe)
+        finally:
+            if not probe.done():
+                probe.cancel()
+            with contextlib.suppress(BaseException):
+                await probe  # never left pending: its failure, if unread, is not the layer's answer
+
+    async def _micro_checks(self, job: VerifyJob, run: LayerRun, probe: asyncio.Future[Any]) -> bool:
         corr: RunCorrectnessOutput = await self._call(
             run,
             "run_correctness",
@@ -278,17 +304,7 @@ class Funnel:
             return False
         run.reasons += [f"not checked: {u}" for u in unchecked]
         try:
-            honest: HonestyOutput = await self._call(
-                run,
-                "honesty_probe",
-                HonestyInput(
-                    task_path=job.task_path,
-                    candidate_path=job.candidate_path,
-                    config=job.config,
-                    seeds=list(self.policy.honesty_seeds),
-                ),
-                HonestyOutput,
-            )
+            honest: HonestyOutput = await probe
         except ToolCallError as e:
             if not e.unavailable:
                 raise LayerFailed([f"honesty probe failed: {e.error.message}"]) from e
