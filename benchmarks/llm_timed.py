@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import sys
 import time
@@ -136,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", default="")
     ap.add_argument("--device", default="")
     args = ap.parse_args(argv)
-    if not args.commit:  # read before the run (a commit made while it lasts is not the code that ran)
+    # In a ledger run the runner's stamp names the commit (the device's checkout has another HEAD: r55's
+    # JSON said 3ebcaee for 2783f59); elsewhere HEAD, read before the run.
+    args.commit = args.commit or os.environ.get("KPILOT_RUN_COMMIT", "")
+    if not args.commit:
         import subprocess
         args.commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                                      check=False).stdout.strip()
