@@ -226,6 +226,15 @@ def markdown(report: dict) -> str:
                       *table(report["rows"])]) + "\n"
 
 
+def _after_ratios(rat: dict, before: dict, row: dict) -> str:
+    """The patch's time against the recorded baselines, only where both were taken on the same kind of GPU
+    (r56 timed l1_relu on an H100 against baselines recorded on the H200: no ratio of the two means much)."""
+    theirs, ours = before.get("device"), row.get("device")
+    if rat and theirs and ours and theirs != ours:
+        return f"not comparable: baselines recorded on {theirs}, patch timed on {ours}"
+    return _ratios_text(rat)
+
+
 def table(rows: list[dict]) -> list[str]:
     """The before/after table, one line per row, each with the run, commit and device that measured it."""
     lines = [("| task | before (switch) | before run | before vs baselines | after (transformation) | CI | "
@@ -243,7 +252,7 @@ def table(rows: list[dict]) -> list[str]:
             b.get("provenance", {}).get("run", "-") if b.get("recorded") else "-",
             _ratios_text(b.get("ratios", {})),
             f"{fmt(best.get('speedup'))}x" if best else "none", f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "-",
-            _ratios_text(after_rat), "; ".join(best.get("changes", [])) or "-",
+            _after_ratios(after_rat, b, r), "; ".join(best.get("changes", [])) or "-",
             fmt(r.get("gpu_s"), ".1f"), fmt(r.get("wall_s_to_verified"), ".1f"),
             r["outcome"].replace("|", "/"), r.get("run_id") or "-", str(r.get("commit") or "-")[:10],
             r.get("device") or "-"]) + " |")

@@ -36,3 +36,16 @@ def test_a_run_without_a_gpu_adds_nothing(tmp_path: Path) -> None:
     (run / "steps" / "suite_loop" / "after_transforms.json").write_text(json.dumps(
         {"gpu": False, "rows": [{"task": "t", "outcome": "nothing verified"}]}))
     assert suite_table.recorded_rows(tmp_path) == ([], [])
+
+
+def test_a_patch_timed_on_another_gpu_than_the_baselines_gets_no_ratio() -> None:
+    rows = json.loads((COMMITTED / "after_transforms.json").read_text())["rows"]
+    md = (COMMITTED / "after_transforms.md").read_text().splitlines()
+    for r in rows:
+        theirs = (r.get("before") or {}).get("device")
+        line = next(ln for ln in md if ln.startswith(f"| {r['task']} |") and f"| {r['run_id']} |" in ln)
+        if r.get("best") and theirs and theirs != r["device"]:
+            assert f"not comparable: baselines recorded on {theirs}" in line, line
+        else:
+            assert "not comparable" not in line, line
+    assert any("not comparable" in ln for ln in md)  # r56: l1_relu on an H100 against H200 baselines

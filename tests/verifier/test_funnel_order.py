@@ -75,7 +75,7 @@ def test_calls_that_run_user_code_never_overlap_another_call() -> None:
     # They did run together (the point of the change): some two of the six overlap.
     assert any(a < d and c < b for k, (a, b) in enumerate(inspections) for c, d in inspections[k + 1 :])
     # and the probe ran beside the correctness run, both before the micro timing
-    (c0, c1), (h0, h1) = ([(s, e) for t, _, s, e in client.spans if t == name][0] for name in SHARING)
+    (c0, c1), (h0, h1) = (next((s, e) for t, _, s, e in client.spans if t == name) for name in SHARING)
     assert c0 < h1 and h0 < c1
     bench_start = min(s for t, _, s, _ in client.spans if t == "bench")
     assert max(c1, h1) <= bench_start
