@@ -1,6 +1,8 @@
 """Failure-classifier records from the recorded GPU jobs: every job file a ledger run keeps
 (benchmarks/results/runs/<run>/steps/suite_loop/jobs/<task>.json, written by benchmarks/suite_loop.py from
-`kpilot optimize`'s state) and the older closed-loop job of benchmarks/results/h200/closed_loop_matmul.json.
+`kpilot optimize`'s state), the older closed-loop job of benchmarks/results/h200/closed_loop_matmul.json,
+and the LLM-planned candidates a ledger run timed through the funnel
+(benchmarks/results/runs/<run>/steps/llm_timed/llm_timed.json, benchmarks/llm_timed.py).
 
 A candidate is a record when the funnel finished it: its outcome is the first layer that failed it, or
 `pass` when its full layer passed. A candidate with a `withdrawn` verdict (its job ended first), one whose
@@ -30,6 +32,9 @@ from shared.messages import ChangeDescription
 LAYERS = ("static", "micro", "full")
 RUN_JOBS = "benchmarks/results/runs/*/steps/suite_loop/jobs/*.json"
 OTHER_JOBS = ("benchmarks/results/h200/closed_loop_matmul.json",)
+# An LLM's candidates timed one by one through the same funnel (benchmarks/llm_timed.py): each row is a
+# candidate the llm policy planned, with the funnel's layer statuses.
+LLM_TIMED = "benchmarks/results/runs/*/steps/llm_timed/llm_timed.json"
 
 
 class JobCandidate(msgspec.Struct, kw_only=True):
@@ -72,6 +77,23 @@ class JobFile(msgspec.Struct, kw_only=True):
     patches: list[JobPatch] = []
 
 
+class TimedRow(msgspec.Struct, kw_only=True):
+    """One row of llm_timed.json: an LLM-planned candidate and what the funnel said about it."""
+
+    task: str
+    candidate: str
+    rank: int = 1
+    config: dict[str, int | float | str | bool] = {}
+    changes: list[ChangeDescription] = []
+    statuses: dict[str, str] = {}
+    verified: bool = False
+    speedup: float | None = None
+
+
+class TimedFile(msgspec.Struct, kw_only=True):
+    rows: list[TimedRow] = []
+
+
 class JobRecord(msgspec.Struct, kw_only=True):
     run: str  # ledger run id ("r38"), or the results file for a job outside the ledger
     job: str  # the task file's name (the job file's stem)
@@ -97,6 +119,32 @@ class Extraction(msgspec.Struct, kw_only=True):
 
 def job_files(root: Path = ROOT) -> list[Path]:
     return sorted(root.glob(RUN_JOBS)) + [root / p for p in OTHER_JOBS if (root / p).is_file()]
+
+
+def timed_files(root: Path = ROOT) -> list[Path]:
+    return sorted(root.glob(LLM_TIMED))
+
+
+def timed_rows(path: Path) -> list[TimedRow]:
+    return msgspec.json.decode(path.read_bytes(), type=TimedFile).rows
+
+
+def from_timed(path: Path, root: Path = ROOT) -> tuple[list[JobRecord], list[Dropped]]:
+    """Records of an llm_timed.json: one per row the funnel finished, `job` = the task's stem (each row is
+    its own planning context), llm = True."""
+    run = run_of(path, root)
+    records, dropped = [], []
+    for row in timed_rows(path):
+        job = Path(row.task).stem
+        got = outcome([JobVerdict(candidate_id=row.candidate, layer=la, status=st)
+                       for la, st in row.statuses.items() if la in LAYERS])
+        if got not in ("pass", *LAYERS):
+            dropped.append(Dropped(run=run, job=job, candidate_id=row.candidate, why=got))
+            continue
+        rec = candidate_record(row.changes, dict(row.config), got, f"{run}:{job}:{row.candidate}")  # type: ignore[arg-type]
+        records.append(JobRecord(run=run, job=job, candidate_id=row.candidate, version=row.rank, record=rec,
+                                 verified_speedup=row.speedup if row.verified else None, llm=True))
+    return records, dropped
 
 
 def run_of(path: Path, root: Path = ROOT) -> str:
@@ -143,11 +191,11 @@ def from_job(path: Path, root: Path = ROOT) -> tuple[list[JobRecord], list[Dropp
 
 
 def extract(root: Path = ROOT) -> Extraction:
-    files = job_files(root)
+    files = job_files(root) + timed_files(root)
     records: list[JobRecord] = []
     dropped: list[Dropped] = []
     for f in files:
-        r, d = from_job(f, root)
+        r, d = from_timed(f, root) if f.match(LLM_TIMED) else from_job(f, root)
         records += r
         dropped += d
     return Extraction(files=[str(f.relative_to(root)) for f in files], records=records, dropped=dropped)

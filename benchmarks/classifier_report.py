@@ -138,12 +138,37 @@ def context_record(job: Path) -> TrainingRecord:
                           features=config_features(dict(start)), source=str(job))
 
 
+def llm_contexts(ex: Extraction, path: Path, root: Path) -> list[Context]:
+    """The gate on the contexts an LLM really planned (an llm_timed.json: one row per context): the
+    planner's own record of the context (classifier.record_from_context on the context bench_llm gave the
+    model, tests/fixtures/llm/contexts.py), scored by a model trained on every other job's records."""
+    from benchmarks.classifier_records import run_of, timed_rows
+    from services.planner.classifier import record_from_context
+    from tests.fixtures.llm.contexts import task_context
+
+    run, out = run_of(path, root), []
+    for row in timed_rows(path):
+        job = Path(row.task).stem
+        others = [r.record for r in ex.records if (r.run, r.job) != (run, job)]
+        p = None
+        if len({r.outcome for r in others}) >= 2:
+            rec = record_from_context(task_context(row.task))
+            p = round(1.0 - FailureGate.fitted(others).probabilities(rec)["pass"], 4)
+        out.append(Context(run=run, job=job, candidates=1, llm_candidates=1, p_fail=p,
+                           skipped=p is not None and p >= THRESHOLD,
+                           verified=[round(row.speedup, 3)] if row.verified and row.speedup else []))
+    return out
+
+
 def contexts(ex: Extraction, root: Path) -> list[Context]:
-    from benchmarks.classifier_records import JobFile, run_of
+    from benchmarks.classifier_records import LLM_TIMED, JobFile, run_of
 
     out = []
     for f in ex.files:
         path = root / f
+        if path.match(LLM_TIMED):
+            out += llm_contexts(ex, path, root)
+            continue
         run, job = run_of(path, root), path.stem
         others = [r.record for r in ex.records if (r.run, r.job) != (run, job)]
         jf = msgspec.json.decode(path.read_bytes(), type=JobFile)
@@ -174,15 +199,24 @@ def report(root: Path = ROOT) -> Report:
     ctx = contexts(ex, root)
     llm = sum(c.llm_candidates for c in ctx)
     skipped = [c for c in ctx if c.skipped]
+    llm_ctx = [c for c in ctx if c.llm_candidates]
+    llm_skip = [c for c in llm_ctx if c.skipped]
+    llm_recs = {(r.run, r.job): r.record.outcome for r in recs if r.llm}
     notes = [
         (f"{len(recs)} records from {len(ex.files)} job files of {len(jobs)} jobs: too few for a claim about "
         "the classifier; the accuracies below are what these records show, with their counts, not an "
         "estimate of how it does on the next job."),
-        (f"{llm} of {sum(c.candidates for c in ctx)} recorded candidates were planned with an LLM: every "
-        "recorded job ran the rules policy, and the gate acts only on a non-rules policy. A skip sends the "
-        "context to rules, which is what these jobs did, so the verified gains of a skipped context were "
-        "rules' own and a skip would have lost none of them; what an LLM plan would have added there is "
-        "not measured (no LLM job is recorded)."),
+        (f"{llm} of {sum(c.candidates for c in ctx)} recorded candidates were planned with an LLM, all in "
+        "llm_timed runs (one LLM candidate per suite context, timed through the funnel); every recorded job "
+        "ran the rules policy. In a rules job a skip sends the context to rules, which is what the job did, "
+        "so a skip there loses nothing."),
+        (f"gate on the {len(llm_ctx)} contexts an LLM planned: {len(llm_skip)} skipped "
+        f"({sum(c.p_fail is None for c in llm_ctx)} not scored); a skip loses the LLM's verified gains there "
+        f"({', '.join(f'{c.job} {x:.2f}x' for c in llm_skip for x in c.verified) or 'none'}) and saves the "
+        f"LLM call and the funnel's time for the candidates that failed "
+        f"({sum(llm_recs.get((c.run, c.job)) not in (None, 'pass') for c in llm_skip)} of the skipped); "
+        f"not skipped: {sum(bool(c.verified) for c in llm_ctx if not c.skipped)} verified, "
+        f"{sum(llm_recs.get((c.run, c.job)) not in (None, 'pass') for c in llm_ctx if not c.skipped)} failed."),
         (f"gate: {len(skipped)} of {len(ctx)} contexts at P(fail) >= {THRESHOLD} "
         f"({sum(bool(c.verified) for c in skipped)} of them had a verified patch); "
         f"{sum(c.p_fail is None for c in ctx)} not scored (the other jobs' records had one outcome)."),

@@ -93,3 +93,15 @@ def test_committed_report_is_what_the_script_regenerates(tmp_path: Path) -> None
     assert got["records"] == sum(got["by_outcome"].values()) >= 16
     assert got["dropped_withdrawn"] == 0  # no recorded job withdrew a candidate
     shutil.rmtree(tmp_path)
+
+
+def test_llm_timed_rows_are_llm_records_with_their_first_failing_layer() -> None:
+    path = ROOT / "benchmarks/results/runs/r55/steps/llm_timed/llm_timed.json"
+    recs, dropped = cr.from_timed(path)
+    assert not dropped and len(recs) == 8 and all(r.llm and r.run == "r55" for r in recs)
+    by_job = {r.job: r for r in recs}
+    assert by_job["l2_bmm"].record.outcome == "pass" and math.isclose(by_job["l2_bmm"].verified_speedup, 1.2580, abs_tol=1e-3)
+    assert by_job["l1_gelu"].record.outcome == "static" and by_job["l1_gelu"].verified_speedup is None
+    assert by_job["l1_relu"].record.outcome == "full"  # timed at 1.000x: no significant gain
+    assert "transform" in by_job["l2_matmul_square"].record.edit_kinds
+    assert str(path.relative_to(ROOT)) in cr.extract().files
